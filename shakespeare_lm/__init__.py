@@ -1,0 +1,19 @@
+"""shakespeare_lm: the small character-level Shakespeare model the book runs on.
+
+    import shakespeare_lm as slm
+    model, tok = slm.load_pretrained()
+    g = slm.generate(model, tok, "KATHARINA:\\n", 200, temperature=0.8, seed=0)
+"""
+
+from . import rules
+from .generate import (Generation, Timings, decode_n_tokens, decode_one_token, generate,
+                       prefill)
+from .model import PRESETS, KVCache, ModelConfig, Transformer, make_model
+from .tokenizer import CharTokenizer
+from .weights import WeightsError, load_model, load_pretrained, save_model
+
+__all__ = [
+    "CharTokenizer", "Generation", "KVCache", "ModelConfig", "PRESETS", "Timings",
+    "Transformer", "WeightsError", "decode_n_tokens", "decode_one_token", "generate",
+    "load_model", "load_pretrained", "make_model", "prefill", "rules", "save_model",
+]

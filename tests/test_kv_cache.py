@@ -1,0 +1,83 @@
+import pytest
+import torch
+
+import shakespeare_lm as slm
+
+from .conftest import make_tiny
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("prompt_len", [1, 7, 30])
+def test_cached_prefill_and_decode_equal_full_forward(tiny, batch, prompt_len):
+    torch.manual_seed(prompt_len)
+    idx = torch.randint(0, tiny.config.vocab_size, (batch, prompt_len + 10))
+    full = tiny(idx)  # (B, T, V) without a cache
+    tiny.setup_cache(batch, prompt_len + 10)
+    try:
+        chunks = [tiny(idx[:, :prompt_len], torch.arange(prompt_len))]
+        for t in range(prompt_len, prompt_len + 10):
+            chunks.append(tiny(idx[:, t : t + 1], torch.tensor([t])))
+    finally:
+        tiny.clear_cache()
+    cached = torch.cat(chunks, dim=1)
+    torch.testing.assert_close(cached, full, rtol=1e-5, atol=1e-5)
+    assert torch.equal(cached.argmax(-1), full.argmax(-1))
+
+
+@pytest.mark.parametrize("prompts", [["KATHARINA:\n"], ["KATHARINA:\nMoved", "A", "To be, or not"]])
+def test_cached_generation_equals_recomputed(tiny, tok, prompts):
+    cached = slm.generate(tiny, tok, prompts, 40, temperature=0)
+    recomputed = slm.generate(tiny, tok, prompts, 40, temperature=0, use_cache=False)
+    for c, r in zip(cached, recomputed):
+        assert c.ids == r.ids
+        assert c.logprobs == pytest.approx(r.logprobs, abs=1e-5)
+
+
+def test_batched_ragged_prompts_generate_as_they_would_alone(tiny, tok):
+    prompts = ["KATHARINA:\nMoved! in good time: ", "PETRUCHIO:\n", "O"]
+    batched = slm.generate(tiny, tok, prompts, 30, temperature=0)
+    for p, g in zip(prompts, batched):
+        alone = slm.generate(tiny, tok, p, 30, temperature=0)
+        assert g.ids == alone.ids
+        assert g.logprobs == pytest.approx(alone.logprobs, abs=1e-5)
+
+
+def test_cache_size_in_bytes(tiny):
+    cfg = tiny.config
+    tiny.setup_cache(4, 50)
+    try:
+        # keys and values, every layer: 2 * L * B * T * d_model * 4 bytes (fp32)
+        assert tiny.cache_nbytes == 2 * cfg.n_layer * 4 * 50 * cfg.d_model * 4
+        for cache in tiny.kv_caches:
+            assert cache.max_len == 50
+    finally:
+        tiny.clear_cache()
+
+
+def test_cache_update_reset_and_truncate():
+    cache = slm.KVCache(batch=2, n_head=2, max_len=8, head_dim=4)
+    k = torch.ones(2, 2, 3, 4)
+    kc, vc = cache.update(torch.tensor([0, 1, 2]), k, 2 * k)
+    assert kc[:, :, :3].eq(1).all() and vc[:, :, :3].eq(2).all() and kc[:, :, 3:].eq(0).all()
+    cache.truncate(1)
+    assert kc[:, :, 1:].eq(0).all() and kc[:, :, 0].eq(1).all()
+    cache.reset()
+    assert cache.k_cache.eq(0).all() and cache.v_cache.eq(0).all()
+
+
+def test_reorder_cache_rows():
+    cache = slm.KVCache(batch=3, n_head=1, max_len=2, head_dim=1)
+    cache.update(torch.tensor([0]), torch.arange(3.0).view(3, 1, 1, 1), torch.zeros(3, 1, 1, 1))
+    cache.reorder(torch.tensor([2, 2, 0]))
+    assert cache.k_cache[:, 0, 0, 0].tolist() == [2.0, 2.0, 0.0]
+
+
+def test_model_without_cache_rejects_sequence_longer_than_context(tiny):
+    with pytest.raises(ValueError, match="exceeds the context"):
+        tiny(torch.zeros(1, tiny.config.block_size + 1, dtype=torch.long))
+
+
+def test_input_pos_without_cache_is_a_clear_error():
+    model = make_tiny()
+    with pytest.raises(RuntimeError, match="setup_cache"):
+        model(torch.zeros(1, 2, dtype=torch.long), torch.arange(2))
