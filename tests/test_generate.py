@@ -152,3 +152,29 @@ def test_bad_input_leaves_the_model_usable(tiny, tok):
         slm.generate(tiny, tok, PROMPT, 5, top_p=1.5)
     assert not tiny.kv_caches
     assert slm.generate(tiny, tok, PROMPT, 10, temperature=0).ids == before
+
+
+# --- context_overflow="slide": generate past the context window --------------------------
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_slide_generates_past_the_window_and_matches_restarting_by_hand(tiny, tok, use_cache):
+    block, keep = tiny.config.block_size, tiny.config.block_size // 2
+    g = slm.generate(tiny, tok, PROMPT, 300, temperature=0, context_overflow="slide",
+                     use_cache=use_cache)
+    assert len(g.ids) == 300 and g.stop_reason == "max_tokens"
+    first = block - len(PROMPT)          # characters generated before the first slide
+    window = (PROMPT + g.text[:first])[-keep:]
+    by_hand = slm.generate(tiny, tok, window, 300 - first, temperature=0, context_overflow="slide")
+    assert g.text[first:] == by_hand.text
+
+
+def test_slide_in_a_ragged_batch_matches_each_row_alone(tiny, tok):
+    prompts = [PROMPT, "O", "A" * (tiny.config.block_size - 2)]
+    batch = slm.generate(tiny, tok, prompts, 200, temperature=0, context_overflow="slide")
+    for p, g in zip(prompts, batch):
+        alone = slm.generate(tiny, tok, p, 200, temperature=0, context_overflow="slide")
+        assert g.ids == alone.ids and g.stop_reason == "max_tokens"
+
+
+def test_bad_context_overflow(tiny, tok):
+    with pytest.raises(ValueError, match="context_overflow='wrap'"):
+        slm.generate(tiny, tok, PROMPT, 5, context_overflow="wrap")
