@@ -1,0 +1,156 @@
+"""Benchmarks: ``python -m shakespeare_lm.bench [--device cuda] [--quick]``.
+
+Every number is measured in this run, on the shipped model, after a warm-up, with
+``shakespeare_lm.timing`` (CUDA events on a GPU, perf_counter on the CPU); ratios compare
+measurements taken side by side. Speed lives here, never in the tests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+
+import torch
+
+from . import roofline
+from .generate import generate
+from .timing import benchmark, model_device
+from .weights import load_pretrained
+
+PROMPT = "KATHARINA:\nMoved! in good time: "
+
+
+def _prompts(n: int, length: int = 64) -> list[str]:
+    """n different prompts of ``length`` characters cut from the held-out plays."""
+    from .corpus import load_heldout
+
+    text = load_heldout()
+    step = max(1, (len(text) - length) // n)
+    return [text[i * step : i * step + length] for i in range(n)]
+
+
+def kv_cache_vs_recompute(model, tok, n_chars: int = 1000) -> dict:
+    """Time per generated character at ``n_chars`` characters (greedy, sliding window)."""
+    run = lambda cache: generate(model, tok, PROMPT, n_chars, temperature=0, use_cache=cache,
+                                 context_overflow="slide")
+    device = model_device(model)
+    cached = benchmark(lambda: run(True), device, warmup=1, repeats=3)
+    recomputed = benchmark(lambda: run(False), device, warmup=1, repeats=1)
+    assert run(True).ids == run(False).ids, "cached and recomputed generations differ"
+    return {"chars": n_chars, "cache_ms_per_char": 1e3 * cached / n_chars,
+            "recompute_ms_per_char": 1e3 * recomputed / n_chars, "ratio": recomputed / cached}
+
+
+def batch_throughput(model, tok, batches=(1, 64, 256), new_tokens: int = 128) -> dict:
+    """Generated tokens per second (decode, whole batch) at each batch size."""
+    out = {}
+    for b in batches:
+        prompts = _prompts(b)
+        gens = generate(model, tok, prompts, new_tokens, seed=0, warmup=True)
+        t = gens[0].timings
+        runs = [generate(model, tok, prompts, new_tokens, seed=0).timings for _ in range(2)] + [t]
+        best = min(runs, key=lambda x: x.time_to_first_token_s + x.decode_s)
+        out[b] = {"tokens_per_s": best.tokens_per_s,
+                  "ms_per_step": 1e3 * best.time_per_output_token_s}
+    return out
+
+
+def achieved_flops(model, batch: int, tokens_per_s: float, context: int) -> float:
+    """FLOP/s implied by a decode rate at a mean context length (roofline.pass_flops)."""
+    spec = roofline.ModelSpec.from_model(model)
+    per_token = roofline.pass_flops(spec, tokens=1, batch=1, context=context)
+    return per_token * tokens_per_s
+
+
+def prefill_throughput(model, tok, batch: int = 64) -> dict:
+    """Prompt tokens per second for a batch of full-context prompts."""
+    from .generate import prefill
+
+    device = model_device(model)
+    L = model.config.block_size
+    prompts = _prompts(batch, L)
+    idx = torch.tensor([tok.encode(p) for p in prompts], device=device)
+
+    def run():
+        model.setup_cache(batch, L)
+        try:
+            prefill(model, idx, torch.arange(L, device=device))
+        finally:
+            model.clear_cache()
+
+    seconds = benchmark(run, device, warmup=1, repeats=3)
+    return {"batch": batch, "prompt_len": L, "tokens_per_s": batch * L / seconds}
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--quick", action="store_true", help="skip the slower comparisons")
+    parser.add_argument("--json", help="also write the results to this file")
+    args = parser.parse_args(argv)
+    model, tok = load_pretrained(device=args.device)
+    results = {"device": args.device, "torch": torch.__version__, "threads": torch.get_num_threads(),
+               "machine": platform.processor() or platform.machine()}
+    if args.device.startswith("cuda"):
+        results["gpu"] = torch.cuda.get_device_name()
+    print(f"shakespeare_lm bench on {args.device} ({results['machine']}, torch {torch.__version__}, "
+          f"{results['threads']} threads), model of {model.num_params():,} parameters")
+
+    kv = kv_cache_vs_recompute(model, tok)
+    results["kv_cache_vs_recompute"] = kv
+    print(f"\n1. KV cache vs recomputing the context, {kv['chars']} generated characters (greedy):\n"
+          f"   cache {kv['cache_ms_per_char']:.2f} ms/char, recompute {kv['recompute_ms_per_char']:.2f} "
+          f"ms/char -> cache is {kv['ratio']:.1f}x faster (identical text)")
+
+    thr = batch_throughput(model, tok)
+    results["batch_throughput"] = thr
+    base = thr[1]["tokens_per_s"]
+    print("\n2. decode throughput (128 new tokens after 64-character prompts, sampling):")
+    for b, r in thr.items():
+        print(f"   batch {b:3d}: {r['tokens_per_s']:9.0f} tokens/s ({r['ms_per_step']:.2f} ms/step), "
+              f"{r['tokens_per_s'] / base:5.1f}x batch 1")
+
+    best_b = max(thr, key=lambda b: thr[b]["tokens_per_s"])
+    peak = roofline.measure_matmul_flops(args.device)
+    bandwidth = roofline.measure_bandwidth(args.device)
+    flops = achieved_flops(model, best_b, thr[best_b]["tokens_per_s"], context=64 + 64)
+    results["roofline"] = {"matmul_peak_flops": peak, "bandwidth_bytes_per_s": bandwidth,
+                           "best_batch": best_b, "achieved_flops": flops,
+                           "fraction_of_peak": flops / peak}
+    print(f"\n3. achieved FLOP/s at batch {best_b}: {flops / 1e9:.2f} GFLOP/s = "
+          f"{flops / peak:.1%} of this machine's measured matmul peak ({peak / 1e9:.1f} GFLOP/s; "
+          f"measured bandwidth {bandwidth / 1e9:.1f} GB/s)")
+
+    pf = prefill_throughput(model, tok)
+    results["prefill"] = pf
+    print(f"\n4. prefill: {pf['tokens_per_s']:,.0f} prompt tokens/s (batch {pf['batch']} x "
+          f"{pf['prompt_len']} characters), {pf['tokens_per_s'] / base:.0f}x batch-1 decode")
+
+    if not args.quick:
+        try:
+            from .beam import bench_beam_vs_naive
+        except ImportError as e:
+            print(f"\n5. beam search: not available ({e})")
+        else:
+            bm = bench_beam_vs_naive(model, tok)
+            results["beam_vs_naive"] = bm
+            print(f"\n5. beam search k=5 over 120 characters: {json.dumps(bm, default=float)}")
+        try:
+            from .speculative import bench_speculative
+        except ImportError as e:
+            print(f"\n6. speculative decoding: not available ({e})")
+        else:
+            draft, _ = load_pretrained("draft", device=args.device)
+            sp = bench_speculative(model, draft, tok)
+            results["speculative"] = sp
+            print(f"\n6. speculative decoding at batch 1: {json.dumps(sp, default=float)}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2, default=float)
+    return results
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
