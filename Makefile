@@ -46,8 +46,10 @@ book: $(STAMP) book/_vendor/.stamp
 test: book
 	$(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
-test-gpu: $(STAMP)
-	$(BIN)/python -m pytest tests -m gpu -v -p no:cacheprovider
+# On a GPU machine whose Python already has a CUDA build of torch: make test-gpu GPU_PYTHON=python3
+GPU_PYTHON ?= $(BIN)/python
+test-gpu:
+	REQUIRE_GPU=1 $(GPU_PYTHON) -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider
 
 lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
