@@ -46,8 +46,10 @@ def sync(device: str | torch.device) -> None:
 
 
 def benchmark(fn: Callable[[], object], device: str | torch.device = "cpu", warmup: int = 1,
-              repeats: int = 3) -> float:
-    """Median seconds of ``fn()`` over ``repeats`` runs after ``warmup`` untimed runs."""
+              repeats: int = 3, reduce: Callable[[list[float]], float] = statistics.median) -> float:
+    """Seconds of ``fn()``: ``reduce`` (median by default; ``min`` for microbenchmarks on a
+    busy machine, where noise only ever adds time) over ``repeats`` runs after ``warmup``
+    untimed runs."""
     for _ in range(warmup):
         fn()
     sync(device)
@@ -56,7 +58,7 @@ def benchmark(fn: Callable[[], object], device: str | torch.device = "cpu", warm
         with Stopwatch(device) as sw:
             fn()
         times.append(sw.seconds)
-    return statistics.median(times)
+    return reduce(times)
 
 
 def model_device(model: torch.nn.Module) -> torch.device:
