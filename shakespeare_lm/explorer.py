@@ -1,0 +1,257 @@
+"""Chapter 3's explorers: what the decoding rules keep of the next-character distribution.
+
+    from shakespeare_lm import explorer
+    explorer.live_explorer(model, tok)      # ipywidgets bound to the model (JupyterLab)
+    explorer.static_explorer(model, tok)    # kernel-free SliderFigure for the static site
+
+Both draw the model's raw probabilities as outlines and the distribution a token is drawn
+from after the rules (``surviving``) as solid bars; trimmed characters are grey. The live one
+computes with ``shakespeare_lm.rules`` and samples with ``slm.generate``; the static one embeds
+the full next-character logits at a handful of contexts and computes every rule in the page
+with ``static/rules_explorer.js``, which ``tests/test_rules_js.py`` checks against ``rules``.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from collections.abc import Sequence
+
+import torch
+
+from . import rules
+from .figures import Slider, SliderFigure, static_js
+from .generate import generate
+
+# The running example of the book (The Taming of the Shrew, held out from training).
+SPEECH = ("KATHARINA:\nMoved! in good time: let him that moved you hither\n"
+          "Remove you hence: I knew you at the first\nYou were a moveable.\n\n")
+START_OF_WORD = "KATHARINA:\nMoved! in good time: let him that moved you "
+MIDDLE_OF_WORD = "KATHARINA:\nMoved! in good time: let him that moved you hith"
+CONTEXTS = {
+    "start of a word": START_OF_WORD,
+    "middle of 'hither'": MIDDLE_OF_WORD,
+    "start of a line": "KATHARINA:\nMoved! in good time: let him that moved you hither\n",
+    "after 'I knew you at the '": SPEECH[:SPEECH.index("first")],
+    "a new speaker": SPEECH,
+}
+# The explorer's settings, in rules.ORDER; the value that switches each rule off.
+SETTINGS = ("temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta")
+OFF = {"temperature": 1.0, "top_k": None, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0,
+       "epsilon": 0.0, "eta": 0.0}
+
+
+def char_label(ch: str) -> str:
+    """A visible label for a character: newline and space get symbols."""
+    return {"\n": "\u23ce", " ": "\u2423"}.get(ch, ch)
+
+
+@torch.no_grad()
+def next_logits(model, tok, text: str) -> torch.Tensor:
+    """The model's next-character logits (V,) after ``text`` (its last block_size
+    characters), in float64."""
+    if not text:
+        raise ValueError("text is empty: the model needs at least one character of context")
+    ids = tok.encode(text)[-model.config.block_size:]
+    device = next(model.parameters()).device
+    return model(torch.tensor([ids], device=device))[0, -1].double().cpu()
+
+
+def _settings(config: dict) -> dict:
+    unknown = set(config) - set(SETTINGS)
+    if unknown:
+        raise TypeError(f"unknown explorer setting(s) {sorted(unknown)}; known: {list(SETTINGS)}")
+    return {name: config.get(name, OFF[name]) for name in SETTINGS}
+
+
+def surviving(logits: torch.Tensor, **config) -> torch.Tensor:
+    """The distribution a token is drawn from, (..., V) logits -> (..., V) probabilities:
+    softmax of ``rules.compose`` under the settings, or, at temperature 0, all the mass on
+    the greedy token (as ``slm.generate`` does). Settings left out are off."""
+    settings = _settings(config)
+    if settings["temperature"] == 0:
+        rules.validate(**settings)
+        return torch.nn.functional.one_hot(rules.greedy(logits), logits.shape[-1]).to(logits.dtype)
+    return torch.softmax(rules.compose(logits, **settings), dim=-1)
+
+
+def summarize(logits: torch.Tensor, tok, **config) -> dict:
+    """For one (V,) distribution under the settings: characters kept, entropy in bits and the
+    five most probable characters with their probabilities."""
+    probs = surviving(logits, **config)
+    top = torch.sort(probs, descending=True, stable=True)
+    entropy = rules.entropy_bits(probs.log()).item()
+    return {"kept": int((probs > 0).sum()), "entropy_bits": round(abs(entropy), 2),
+            "top5": " ".join(f"{tok.chars[i]!r}:{p:.2f}"
+                             for p, i in zip(top.values[:5].tolist(), top.indices[:5].tolist()))}
+
+
+def plot_distribution(ax, logits: torch.Tensor, tok, title: str = "", **config) -> None:
+    """Bar chart on a matplotlib axis: raw probability as outline, surviving as solid bars,
+    trimmed characters grey; characters in order of raw probability."""
+    raw = torch.softmax(logits.double(), -1)
+    final = surviving(logits.double(), **config)
+    order = torch.sort(raw, descending=True, stable=True).indices.tolist()
+    x = range(len(order))
+    trimmed = [final[i] == 0 for i in order]
+    ax.bar(x, [final[i].item() for i in order], width=0.8, color="#1f77b4", alpha=0.85,
+           label="after the rules (renormalised)")
+    ax.bar(x, [raw[i].item() for i in order], width=0.8, fill=False,
+           edgecolor=["#bbbbbb" if t else "#333333" for t in trimmed], label="model, raw")
+    ax.set_xticks(list(x), [char_label(tok.chars[i]) for i in order], fontsize=7, family="monospace")
+    for label, t in zip(ax.get_xticklabels(), trimmed):
+        label.set_color("#bbbbbb" if t else "#222222")
+    ax.set_xlim(-0.6, len(order) - 0.4)
+    ax.set_ylabel("probability")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="upper right", fontsize=8, frameon=False)
+
+
+# --- kernel-free explorer -------------------------------------------------------------
+def _fmt_off(off_value, fmt):
+    return lambda v: f"off ({fmt(v)})" if v == off_value else fmt(v)
+
+
+def static_sliders(n_contexts: int, labels: Sequence[str], vocab_size: int) -> list[Slider]:
+    """The explorer's sliders: a context, then each rule over a grid of values."""
+    num = "{:g}".format
+    return [
+        Slider("context", list(range(n_contexts)), 0, "context", fmt=lambda i: labels[i]),
+        Slider("temperature", [0.0] + [round(0.1 * i, 1) for i in range(1, 21)] + [2.5, 3.0], 1.0,
+               "temperature", fmt=lambda v: "0 (greedy)" if v == 0 else num(v)),
+        Slider("top_k", [1, 2, 3, 5, 10, 20, 40, vocab_size], vocab_size, "top-k",
+               fmt=_fmt_off(vocab_size, str)),
+        Slider("top_p", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0], 1.0,
+               "top-p", fmt=_fmt_off(1.0, num)),
+        Slider("min_p", [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0], 0.0, "min-p",
+               fmt=_fmt_off(0.0, num)),
+        Slider("typical_p", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0], 1.0,
+               "typical mass", fmt=_fmt_off(1.0, num)),
+        Slider("epsilon", [0.0, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1], 0.0, "epsilon",
+               fmt=_fmt_off(0.0, num)),
+        Slider("eta", [0.0, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3], 0.0, "eta",
+               fmt=_fmt_off(0.0, num)),
+    ]
+
+
+def explorer_data(model, tok, contexts: dict[str, str] | None = None, digits: int = 4) -> dict:
+    """What the static explorer embeds: the characters, and per context its text and full
+    next-character logits (rounded to ``digits``; the page computes every rule from them)."""
+    contexts = CONTEXTS if contexts is None else contexts
+    return {"chars": list(tok.chars), "labels": [char_label(c) for c in tok.chars],
+            "contexts": [{"name": name, "text": text,
+                          "logits": [round(x, digits) for x in next_logits(model, tok, text).tolist()]}
+                         for name, text in contexts.items()]}
+
+
+def render_js() -> str:
+    """The SliderFigure render function: the rules in JS, then the chart for the sliders."""
+    return static_js("rules_explorer.js") + "\nreturn RulesExplorer.render(values, data);\n"
+
+
+def static_explorer(model, tok, contexts: dict[str, str] | None = None) -> SliderFigure:
+    """A kernel-free SliderFigure over the next-character distributions at ``contexts``."""
+    data = explorer_data(model, tok, contexts)
+    sliders = static_sliders(len(data["contexts"]), [c["name"] for c in data["contexts"]],
+                             len(tok.chars))
+    return SliderFigure(sliders, render_js=render_js(), data=data, width=900, height=330,
+                        title="What each rule keeps of the next-character distribution")
+
+
+# --- live explorer (JupyterLab) ---------------------------------------------------------
+def generation_kwargs(config: dict) -> dict:
+    """Explorer settings -> keyword arguments of ``slm.generate`` (rules that are off: None)."""
+    settings = _settings(config)
+    out = {name: (None if name != "temperature" and value == OFF[name] else value)
+           for name, value in settings.items()}
+    return out
+
+
+def live_explorer(model, tok, context: str = START_OF_WORD, seed: int = 0,
+                  line_chars: int = 120):
+    """An ipywidgets explorer bound to ``model``: a context box, a slider per rule, the
+    next-character chart, and buttons that sample one character or continue the line with
+    ``slm.generate`` under the current settings (seeds ``seed``, ``seed + 1``, ...)."""
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    V = len(tok.chars)
+    style, layout = {"description_width": "8em"}, w.Layout(width="28em")
+
+    def fslider(desc, value, lo, hi, step, fmt=".2f"):
+        return w.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc,
+                             readout_format=fmt, continuous_update=False, style=style, layout=layout)
+
+    text = w.Textarea(value=context, description="context", rows=4, style=style,
+                      layout=w.Layout(width="56em"))
+    sliders = {
+        "temperature": fslider("temperature", 1.0, 0.0, 2.0, 0.05),
+        "top_k": w.IntSlider(value=V, min=1, max=V, description="top-k", continuous_update=False,
+                             style=style, layout=layout),
+        "top_p": fslider("top-p", 1.0, 0.01, 1.0, 0.01),
+        "min_p": fslider("min-p", 0.0, 0.0, 1.0, 0.01),
+        "typical_p": fslider("typical mass", 1.0, 0.01, 1.0, 0.01),
+        "epsilon": fslider("epsilon", 0.0, 0.0, 0.1, 0.001, ".3f"),
+        "eta": fslider("eta", 0.0, 0.0, 0.1, 0.001, ".3f"),
+    }
+    sample_button = w.Button(description="sample", icon="random")
+    line_button = w.Button(description="continue the line", layout=w.Layout(width="12em"))
+    reset_button = w.Button(description="reset settings")
+    # the chart is a PNG in an Image widget: no captured output, so it renders the same in
+    # JupyterLab, under nbclient/nbval and (as a snapshot) on the static site
+    chart, status = w.Image(format="png", layout=w.Layout(width="66em")), w.HTML()
+    state = {"seed": seed, "cache": {}}
+
+    def config() -> dict:
+        return {name: s.value for name, s in sliders.items()}
+
+    def logits_for(ctx: str) -> torch.Tensor:
+        if ctx not in state["cache"]:
+            state["cache"] = {ctx: next_logits(model, tok, ctx)}
+        return state["cache"][ctx]
+
+    def redraw(*_):
+        try:
+            logits = logits_for(text.value)
+            summary = summarize(logits, tok, **config())
+        except ValueError as e:  # an unknown character, an empty box
+            status.value = f"<span style='color:#b00'>{html.escape(str(e))}</span>"
+            return
+        fig, ax = plt.subplots(figsize=(11, 3.2))
+        plot_distribution(ax, logits, tok, title=f"next character after ...{text.value[-30:]!r}",
+                          **config())
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+        plt.close(fig)
+        chart.value = buffer.getvalue()
+        status.value = html.escape(f"kept {summary['kept']} of {V} characters, entropy "
+                                   f"{summary['entropy_bits']:.2f} bits; top: {summary['top5']}")
+
+    def extend(n: int, stop):
+        prompt = text.value[-(model.config.block_size - n):]
+        try:
+            g = generate(model, tok, prompt, n, stop=stop, seed=state["seed"],
+                         **generation_kwargs(config()))
+        except ValueError as e:
+            status.value = f"<span style='color:#b00'>{html.escape(str(e))}</span>"
+            return
+        state["seed"] += 1
+        text.value += g.text  # triggers redraw for the new context
+
+    def reset(*_):
+        for name, s in sliders.items():
+            s.value = V if name == "top_k" else OFF[name]
+
+    for s in sliders.values():
+        s.observe(redraw, names="value")
+    text.observe(redraw, names="value")
+    sample_button.on_click(lambda _: extend(1, None))
+    line_button.on_click(lambda _: extend(line_chars, "\n"))
+    reset_button.on_click(reset)
+    redraw()
+    names = list(sliders)
+    box = w.VBox([text,
+                  w.HBox([w.VBox([sliders[n] for n in names[:4]]), w.VBox([sliders[n] for n in names[4:]])]),
+                  w.HBox([sample_button, line_button, reset_button]), status, chart])
+    return box
