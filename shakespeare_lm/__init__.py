@@ -6,9 +6,16 @@
 """
 
 from . import rules
+from .beam import beam_search
+from . import constrained
+from .constrained import (BracketListConstraint, ChoiceConstraint, Constraint, ConstraintError,
+                          RegexConstraint, exact_distributions, rejection_sample, total_variation)
 from .generate import (Generation, Timings, decode_n_tokens, decode_one_token, generate,
                        prefill)
 from .model import PRESETS, KVCache, ModelConfig, Transformer, make_model
+from .scoring import score_continuations
+from . import speculative
+from .speculative import speculative_decode
 from .tokenizer import CharTokenizer
 from .weights import WeightsError, load_model, load_pretrained, save_model
 

@@ -339,64 +339,97 @@ def _chunks(items: list, size: int) -> Iterator[list]:
 
 
 @torch.no_grad()
-def next_logprobs(model, ctx: list[int], texts: list[list[int]], use_cache: bool = True) -> torch.Tensor:
-    """Teacher forcing: (N, W, V) float64 log-probabilities, where row n, step i is the
-    model's distribution of the character after ``ctx + texts[n][:i]`` (W: longest text).
+def next_logprobs(model, pairs: Sequence[tuple[list[int], list[int]]],
+                  use_cache: bool = True) -> torch.Tensor:
+    """Teacher forcing: for each (prompt ids, text ids) pair, the model's distribution of
+    every character of the text given what precedes it, (N, W, V) float64 log-probabilities
+    (W: the longest text; steps past a shorter text are padding).
 
-    With ``use_cache`` (a model with a KV cache) the prompt runs once and its cache is
-    copied to every row; otherwise each row runs prompt + text again. Texts are right-padded:
-    the causal mask keeps padding out of every real position.
+    With ``use_cache`` (a model with a KV cache) each distinct prompt runs once, left-padded,
+    and its cache is copied to every row that continues it; otherwise every row runs its
+    prompt and text again. Texts are right-padded: the causal mask keeps padding out of
+    every real position.
     """
     device = next(model.parameters()).device
-    N, W, L = len(texts), max(len(t) for t in texts), len(ctx)
-    prompt = torch.tensor([ctx], device=device)                              # (1, L)
-    rest = torch.tensor([t[:-1] + [0] * (W - len(t)) for t in texts], device=device)  # (N, W-1)
+    W = max(len(t) for _, t in pairs)
+    rest = torch.tensor([t[:-1] + [0] * (W - len(t)) for _, t in pairs], device=device)  # (N, W-1)
     if use_cache and hasattr(model, "setup_cache"):
-        model.setup_cache(1, L + W - 1)
+        prompts = list(dict.fromkeys(tuple(c) for c, _ in pairs))      # distinct, in order
+        owner = torch.tensor([prompts.index(tuple(c)) for c, _ in pairs], device=device)
+        L = max(len(c) for c in prompts)
+        pad = torch.tensor([L - len(c) for c in prompts], device=device)
+        idx = torch.tensor([[0] * (L - len(c)) + list(c) for c in prompts], device=device)
+        model.setup_cache(len(prompts), L + W - 1, pad)
         try:
-            logits = model(prompt, torch.arange(L, device=device))[:, -1:].expand(N, 1, -1)
+            logits = model(idx, torch.arange(L, device=device))[:, -1][owner][:, None]  # (N, 1, V)
             if W > 1:
-                model.reorder_cache(torch.zeros(N, dtype=torch.long, device=device))
+                model.reorder_cache(owner)                         # row n continues its prompt
                 later = model(rest, torch.arange(L, L + W - 1, device=device))  # (N, W-1, V)
                 logits = torch.cat([logits, later], dim=1)
         finally:
             model.clear_cache()
     else:
-        logits = model(torch.cat([prompt.expand(N, L), rest], dim=1))[:, L - 1 :]
+        L = max(len(c) for c, _ in pairs)
+        idx = torch.tensor([c + r + [0] * (L - len(c)) for (c, _), r in zip(pairs, rest.tolist())],
+                           device=device)                          # (N, L + W - 1)
+        out = model(idx)
+        logits = torch.stack([out[n, len(c) - 1 : len(c) - 1 + W] for n, (c, _) in enumerate(pairs)])
     return torch.log_softmax(logits.double(), dim=-1)
 
 
-def completion_logprobs(model, tok, prompt: str, constraint, texts: Sequence[str],
-                        batch_size: int = 64, use_cache: bool = True
+def _path(constraint, tok, text: str, width: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The ids (W,) of ``text`` padded with 0, and the allowed mask (W, V) before each of its
+    characters (all True on padding steps, so that they add nothing)."""
+    ids = torch.zeros(width, dtype=torch.long)
+    masks = torch.ones(width, tok.vocab_size, dtype=torch.bool)
+    state = constraint.start()
+    for i, ch in enumerate(text):
+        masks[i] = allowed_or_raise(constraint, state, text[:i])
+        ids[i] = tok.stoi[ch]
+        state = constraint.advance(state, tok.stoi[ch])
+    return ids, masks
+
+
+def completion_logprobs(model, tok, prompt: str | Sequence[str], constraint, texts: Sequence[str],
+                        batch_size: int = 256, use_cache: bool = True
                         ) -> tuple[torch.Tensor, torch.Tensor]:
-    """For each text (N,) after ``prompt``: its log-probability under the model, log p(y),
-    and under per-step masking, log q(y) = sum_t log [p(y_t | y_<t) / p(allowed_t | y_<t)].
-    Returns two float64 tensors (N,); see ``next_logprobs`` for how the model is run.
+    """For each text y after ``prompt``: its log-probability under the model, log p(y), and
+    under per-step masking, log q(y) = sum_t log [p(y_t | y_<t) / p(allowed_t | y_<t)].
+
+    Returns two float64 tensors: (N,) for one prompt, (P, N) for a list of P prompts (one
+    batched computation; see ``next_logprobs`` for how the model is run).
     """
-    ctx = tok.encode(prompt)
-    if not ctx:
-        raise ValueError("prompt is empty: the first character needs a context to be scored in")
+    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    ctxs = [tok.encode(p) for p in prompts]
+    if not all(ctxs):
+        raise ValueError("an empty prompt: the first character needs a context to be scored in")
+    texts = list(texts)
+    if not texts or not all(isinstance(t, str) and t for t in texts):
+        raise ValueError(f"texts={texts!r:.80} is invalid: it must be a non-empty list of non-empty str")
     block = getattr(getattr(model, "config", None), "block_size", math.inf)
-    longest = max((len(t) for t in texts), default=0)
-    if len(ctx) + longest > block:
-        raise ValueError(f"prompt ({len(ctx)} characters) plus the longest completion ({longest}) "
+    longest, L = max(len(t) for t in texts), max(len(c) for c in ctxs)
+    if L + longest > block:
+        raise ValueError(f"prompt ({L} characters) plus the longest completion ({longest}) "
                          f"exceeds the context window of {block}; keep only the prompt's last "
                          f"{block - longest} characters")
-    logp_all, logq_all = [], []
-    for chunk in _chunks(list(texts), batch_size):
-        logsm = next_logprobs(model, ctx, [tok.encode(t) for t in chunk], use_cache).cpu()
-        for n, text in enumerate(chunk):
-            state, lp, lq = constraint.start(), 0.0, 0.0
-            for i, ch in enumerate(text):
-                row, t = logsm[n, i], tok.stoi[ch]                     # distribution of text[i]
-                allowed = allowed_or_raise(constraint, state, text[:i])
-                lp += float(row[t])
-                lq += float(row[t] - torch.logsumexp(row[allowed], dim=0))
-                state = constraint.advance(state, t)
-            logp_all.append(lp)
-            logq_all.append(lq)
-    return (torch.tensor(logp_all, dtype=torch.float64),
-            torch.tensor(logq_all, dtype=torch.float64))
+    ids, masks = zip(*(_path(constraint, tok, t, longest) for t in texts))
+    ids, masks = torch.stack(ids), torch.stack(masks)                   # (N, W), (N, W, V)
+    pairs = [(p, n) for p in range(len(ctxs)) for n in range(len(texts))]
+    logp = torch.empty(len(pairs), dtype=torch.float64)
+    logq = torch.empty(len(pairs), dtype=torch.float64)
+    for chunk in _chunks(list(range(len(pairs))), batch_size):
+        rows = [pairs[i] for i in chunk]
+        n = torch.tensor([j for _, j in rows])
+        logsm = next_logprobs(model, [(ctxs[p], tok.encode(texts[j])) for p, j in rows],
+                              use_cache).cpu()                              # (B, W', V)
+        W = logsm.shape[1]
+        step = logsm.gather(-1, ids[n, :W, None]).squeeze(-1)              # log p(y_t | y_<t)
+        kept = logsm.masked_fill(~masks[n, :W], NEG_INF).logsumexp(-1)     # log p(allowed_t)
+        real = torch.arange(W)[None, :] < torch.tensor([len(texts[j]) for _, j in rows])[:, None]
+        logp[chunk] = torch.where(real, step, 0.0).sum(-1)
+        logq[chunk] = torch.where(real, step - kept, 0.0).sum(-1)
+    shape = (len(texts),) if isinstance(prompt, str) else (len(prompts), len(texts))
+    return logp.view(shape), logq.view(shape)
 
 
 @dataclass
@@ -425,15 +458,19 @@ class ExactDistributions:
         return sorted(rows, key=lambda r: -r[2])
 
 
-def exact_distributions(model, tok, prompt: str, constraint, max_len: int = 64,
-                        limit: int = 10_000) -> ExactDistributions:
+def exact_distributions(model, tok, prompt: str | Sequence[str], constraint, max_len: int = 64,
+                        limit: int = 10_000) -> ExactDistributions | list[ExactDistributions]:
     """Enumerate the constraint's completions (``completions``) and compute, exactly, the
     model's probability of each, the conditional distribution given the constraint and the
-    distribution that per-step masking samples from (at temperature 1, no truncation)."""
+    distribution that per-step masking samples from (at temperature 1, no truncation).
+    A list of prompts is computed in one batch and gives a list."""
     texts = completions(constraint, tok, max_len, limit)
     logp, logq = completion_logprobs(model, tok, prompt, constraint, texts)
-    conditional = torch.softmax(logp, dim=0)          # p(y) / sum_y' p(y'), computed stably
-    return ExactDistributions(texts, logp.exp(), conditional, logq.exp())
+    conditional = torch.softmax(logp, dim=-1)         # p(y) / sum_y' p(y'), computed stably
+    out = [ExactDistributions(texts, a.exp(), b, c.exp())
+           for a, b, c in zip(logp.view(-1, len(texts)), conditional.view(-1, len(texts)),
+                              logq.view(-1, len(texts)))]
+    return out[0] if isinstance(prompt, str) else out
 
 
 @dataclass
