@@ -7,7 +7,10 @@
   var me = document.currentScript && document.currentScript.src;
   if (me && window.require && window.require.config) {
     var base = me.substring(0, me.lastIndexOf("/") + 1);
-    window.require.config({ paths: { "@jupyter-widgets/html-manager/dist": base + "html-manager" } });
+    window.require.config({ paths: {
+      "@jupyter-widgets/html-manager/dist": base + "html-manager",
+      "@jupyter-widgets": base + "html-manager"   // controls, base, output: same bundle, same fonts
+    } });
   }
   document.addEventListener("DOMContentLoaded", function () {
     var mj = window.MathJax;
