@@ -1,0 +1,488 @@
+"""Beam search, and exact search for the most probable continuation over a short horizon.
+
+The search is written once, model-free. ``beam_core`` sees the model only through a
+*step* function that returns next-token log-probabilities for every live hypothesis,
+
+    step(None, None)      -> (1, V)  the distribution after the prompt
+    step(parents, tokens) -> (n, V)  live row i is old row parents[i] extended by tokens[i]
+
+so a toy next-probability table (``prefix_step`` over any ``prefixes -> log-probs``
+function) and the real model (``CachedStep``: the beams are one batch on the KV cache, whose
+rows are reordered with ``model.reorder_cache`` when the beams are re-ranked) run the same
+algorithm. ``beam_search`` is the model-facing function; ``naive_beam_search`` is the same
+search with one full forward pass per beam per step, kept for the benchmark.
+
+Scores are summed log-probabilities divided by the GNMT length penalty
+``((5 + |y|) / 6) ** alpha`` (Wu et al. 2016); alpha = 0 ranks by log-probability alone.
+A hypothesis that ends (stop sequence, or a constraint that accepts and cannot go on) keeps
+its slot in the beam with its final score; the search ends when every slot holds a finished
+hypothesis or the budget of new tokens is spent.
+
+``exact_core`` / ``exact_search`` find the true most probable continuation of a fixed
+length by branch and bound: log-probabilities are <= 0, so a prefix scoring below a known
+complete sequence (the beam's answer) can be pruned with all its continuations. At most
+``exp(-bound)`` prefixes of any length can score above ``bound``, so the frontier is small
+when the bound is a probable sequence; ``max_frontier`` caps it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+from . import constrained
+from .generate import (Generation, _check_max_new_tokens, _check_prompts, _check_stop,
+                       decode_one_token, prefill)
+from .timing import benchmark, model_device
+
+Step = Callable[[torch.Tensor | None, torch.Tensor | None], torch.Tensor]
+NextLogProbs = Callable[[torch.Tensor], torch.Tensor]   # prefixes (N, t) -> log-probs (N, V)
+
+BENCH_PROMPT = "KATHARINA:\nMoved! in good time: "
+
+
+# --- results ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Hypothesis:
+    """One candidate continuation: its tokens, their log-probabilities and its score."""
+
+    ids: tuple[int, ...]
+    logprobs: tuple[float, ...]      # log p(token | everything before it), one per token
+    score: float                     # sum(logprobs) / length_penalty(len(ids), alpha)
+    reason: str                      # why it ended: "stop_sequence", "constraint", "max_tokens", ...
+
+    @property
+    def logprob(self) -> float:
+        """log p(continuation | prompt): the sum of the per-token log-probabilities."""
+        return math.fsum(self.logprobs)
+
+
+@dataclass
+class BeamGeneration(Generation):
+    """A ``Generation`` found by search, with the score it was ranked by."""
+
+    score: float = math.nan          # log-probability / GNMT length penalty
+
+    @property
+    def logprob(self) -> float:
+        return math.fsum(self.logprobs)
+
+
+@dataclass
+class ExactResult:
+    """The most probable continuation of a fixed length, and what finding it cost."""
+
+    best: BeamGeneration
+    frontier_sizes: list[int] = field(default_factory=list)  # prefixes scored at each depth
+
+    @property
+    def prefixes_scored(self) -> int:
+        return sum(self.frontier_sizes)
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    """GNMT length penalty ((5 + length) / 6) ** alpha (Wu et al. 2016, eq. 14)."""
+    return ((5.0 + length) / 6.0) ** alpha
+
+
+# --- input checks -----------------------------------------------------------------------
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _check_beam_width(beam_width, vocab_size: int) -> None:
+    if not _is_int(beam_width) or not 1 <= beam_width <= vocab_size:
+        raise ValueError(f"beam_width={beam_width!r} is invalid: beam_width must be an integer "
+                         f"in [1, {vocab_size}] (1 is greedy; at most the vocabulary size)")
+
+
+def _check_alpha(alpha) -> None:
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
+        raise ValueError(f"length_penalty={alpha!r} is invalid: length_penalty must be a finite "
+                         "number (the GNMT exponent alpha; 0 switches it off, 0.6-0.7 is typical)")
+
+
+def _check_prompt(tok, prompt, model) -> list[int]:
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a str (search one prompt at a time), got "
+                        f"{type(prompt).__name__}")
+    ids = _check_prompts(tok, prompt)[1][0]
+    block = model.config.block_size
+    if len(ids) > block:
+        raise ValueError(f"prompt has {len(ids)} characters but the model's context window is "
+                         f"{block}; keep its last {block} characters (prompt[-{block}:]) or fewer")
+    return ids
+
+
+# --- the model-free search --------------------------------------------------------------
+def beam_core(step: Step, vocab_size: int, max_steps: int, beam_width: int,
+              length_penalty_alpha: float = 0.0, *,
+              is_stop: Callable[[list[int]], bool] | None = None, constraint=None,
+              end_reason: str = "max_tokens") -> list[Hypothesis]:
+    """Beam search over a step function (see the module docstring); hypotheses best first.
+
+    Each step scores every extension of every live hypothesis (n x V candidates) together
+    with the finished hypotheses still in the beam, and keeps the ``beam_width`` best by
+    length-penalised score (ties: the lower candidate index). ``is_stop(ids)`` says whether a
+    continuation has just ended. ``constraint`` (the protocol in CONTRIBUTING.md) masks
+    tokens before scoring; scores stay the model's log-probabilities, so the search looks for
+    the most probable continuation the constraint allows. With beam_width=1 this is greedy.
+    """
+    _check_beam_width(beam_width, vocab_size)
+    _check_max_new_tokens(max_steps)
+    _check_alpha(length_penalty_alpha)
+    if max_steps == 0:
+        return [Hypothesis((), (), 0.0, end_reason)]
+    finished: list[Hypothesis] = []
+    states = [constraint.start()] if constraint is not None else None
+    parents = tokens = None
+    live_ids = live_lps = live_raw = None
+    for t in range(max_steps):
+        logp = step(parents, tokens).double()                    # (n, V)
+        if live_ids is None:                                      # the prompt's distribution
+            n = logp.shape[0]
+            live_ids = torch.zeros(n, 0, dtype=torch.long, device=logp.device)
+            live_lps = torch.zeros(n, 0, dtype=torch.float64, device=logp.device)
+            live_raw = torch.zeros(n, dtype=torch.float64, device=logp.device)
+        if constraint is not None:
+            allowed = torch.stack([constraint.allowed(s) for s in states])   # (n, V) bool
+            logp = constrained.mask_logits(logp, allowed)
+        raw = live_raw[:, None] + logp                           # (n, V) log p(prefix + token)
+        penalised = raw / length_penalty(t + 1, length_penalty_alpha)
+        kept_finished = torch.tensor([h.score for h in finished], dtype=torch.float64,
+                                     device=logp.device)
+        candidates = torch.cat([penalised.flatten(), kept_finished])
+        order = torch.sort(candidates, descending=True, stable=True).indices[:beam_width]
+        order = order[torch.isfinite(candidates[order])].tolist()
+        n_live = penalised.numel()
+        new_finished, keep_parents, keep_tokens, keep_states = [], [], [], []
+        for i in order:
+            if i >= n_live:                                       # a finished one keeps its slot
+                new_finished.append(finished[i - n_live])
+                continue
+            parent, token = divmod(i, vocab_size)
+            state = constraint.advance(states[parent], token) if constraint is not None else None
+            reason = None
+            if constraint is not None and constraint.is_accepting(state) \
+                    and not constraint.can_continue(state):
+                reason = "constraint"
+            ids = live_ids[parent].tolist() + [token]
+            if reason is None and is_stop is not None and is_stop(ids):
+                reason = "stop_sequence"
+            if reason is not None:
+                lps = live_lps[parent].tolist() + [float(logp[parent, token])]
+                new_finished.append(Hypothesis(tuple(ids), tuple(lps), float(penalised[parent, token]), reason))
+            else:
+                keep_parents.append(parent)
+                keep_tokens.append(token)
+                keep_states.append(state)
+        finished = new_finished
+        if not keep_parents:
+            live_ids = live_ids[:0]
+            break
+        parents = torch.tensor(keep_parents, device=logp.device)
+        tokens = torch.tensor(keep_tokens, device=logp.device)
+        live_ids = torch.cat([live_ids[parents], tokens[:, None]], dim=1)
+        live_lps = torch.cat([live_lps[parents], logp[parents, tokens][:, None]], dim=1)
+        live_raw = raw[parents, tokens]
+        states = keep_states
+    alpha_lp = length_penalty(live_ids.shape[1], length_penalty_alpha)
+    for ids, lps, raw_score in zip(live_ids.tolist(), live_lps.tolist(), live_raw.tolist()):
+        finished.append(Hypothesis(tuple(ids), tuple(lps), raw_score / alpha_lp, end_reason))
+    return sorted(finished, key=lambda h: -h.score)  # sorted() is stable: ties keep beam order
+
+
+def prefix_step(next_logprobs: NextLogProbs, device=None) -> Step:
+    """A step function for ``beam_core`` from any ``prefixes (N, t) -> log-probs (N, V)``
+    function, e.g. a toy next-probability table; it keeps the prefixes itself."""
+    prefixes = None
+
+    def step(parents, tokens):
+        nonlocal prefixes
+        if parents is None:
+            prefixes = torch.zeros(1, 0, dtype=torch.long, device=device)
+        else:
+            prefixes = torch.cat([prefixes[parents], tokens[:, None].to(prefixes.device)], dim=1)
+        return next_logprobs(prefixes)
+
+    return step
+
+
+def table_logprobs(table: dict[tuple[int, ...], Sequence[float]], vocab_size: int) -> NextLogProbs:
+    """A next-log-probabilities function from a table {prefix ids: next-token probabilities}.
+
+    A prefix missing from the table raises ``KeyError`` naming it; a probability of 0 is a
+    log-probability of -inf (that token can never be chosen).
+    """
+    def next_logprobs(prefixes: torch.Tensor) -> torch.Tensor:
+        rows = []
+        for p in prefixes.tolist():
+            if tuple(p) not in table:
+                raise KeyError(f"the table has no next-token probabilities after prefix {tuple(p)}")
+            probs = torch.tensor(table[tuple(p)], dtype=torch.float64)
+            if probs.shape != (vocab_size,):
+                raise ValueError(f"the table row for prefix {tuple(p)} has shape "
+                                 f"{tuple(probs.shape)}, expected ({vocab_size},)")
+            rows.append(probs.log())
+        return torch.stack(rows)
+
+    return next_logprobs
+
+
+def exact_core(next_logprobs: NextLogProbs, horizon: int, lower_bound: float | None = None,
+               max_frontier: int = 50_000, tol: float = 1e-4,
+               device=None) -> tuple[Hypothesis, list[int]]:
+    """The most probable continuation of exactly ``horizon`` tokens, by branch and bound.
+
+    ``lower_bound``: the log-probability of some known continuation of that length (e.g. the
+    beam's); without one, greedy's is used. Prefixes scoring below it (less ``tol``, for
+    rounding) are pruned: log-probabilities are <= 0, so none of their continuations could do
+    better. Returns (best hypothesis, number of prefixes scored at each depth). Raises
+    ``RuntimeError`` if a depth would keep more than ``max_frontier`` prefixes.
+    """
+    if not _is_int(horizon) or horizon < 1:
+        raise ValueError(f"horizon={horizon!r} is invalid: horizon must be an integer >= 1")
+    if lower_bound is None:                                       # greedy's score is a bound
+        prefix = torch.zeros(1, 0, dtype=torch.long, device=device)
+        lower_bound = 0.0
+        for _ in range(horizon):
+            lp = next_logprobs(prefix).double()[0]
+            tok_id = int(lp.argmax())
+            lower_bound += float(lp[tok_id])
+            prefix = torch.cat([prefix, prefix.new_tensor([[tok_id]])], dim=1)
+    frontier = torch.zeros(1, 0, dtype=torch.long, device=device)
+    scores = torch.zeros(1, dtype=torch.float64, device=device)
+    lps = torch.zeros(1, 0, dtype=torch.float64, device=device)
+    sizes = []
+    for depth in range(horizon):
+        sizes.append(frontier.shape[0])
+        logp = next_logprobs(frontier).double()                   # (N, V)
+        total = scores[:, None] + logp                            # (N, V)
+        V = total.shape[1]
+        if depth == horizon - 1:
+            best = int(total.flatten().argmax())                  # first maximum on ties
+            row, tok_id = divmod(best, V)
+            ids = frontier[row].tolist() + [tok_id]
+            token_lps = lps[row].tolist() + [float(logp[row, tok_id])]
+            return Hypothesis(tuple(ids), tuple(token_lps), float(total[row, tok_id]),
+                              "max_tokens"), sizes
+        rows, toks = torch.nonzero(total >= lower_bound - tol, as_tuple=True)
+        if rows.numel() > max_frontier:
+            raise RuntimeError(
+                f"exact search at depth {depth + 1} of horizon={horizon} would keep "
+                f"{rows.numel()} prefixes, more than max_frontier={max_frontier}: use a shorter "
+                "horizon, a better lower_bound (a wider beam's score) or a larger max_frontier")
+        frontier = torch.cat([frontier[rows], toks[:, None]], dim=1)
+        lps = torch.cat([lps[rows], logp[rows, toks][:, None]], dim=1)
+        scores = total[rows, toks]
+    raise AssertionError("unreachable")
+
+
+def cat_dog_example() -> tuple[list[str], dict[tuple[int, ...], list[float]]]:
+    """The worked example of the source text: after "YOUR CAT IS A LOVELY", a six-word
+    vocabulary and its next-word probabilities for one and two steps (step 2 is made up:
+    unsure after CAT, sure to end after DOG). Returns (words, table for ``table_logprobs``)."""
+    words = ["CAT", "DOG", "IS", "LOVELY", "AND", "<EOS>"]
+    CAT, DOG = words.index("CAT"), words.index("DOG")
+    table = {
+        (): [0.772, 0.211, 0.013, 0.004, 0.0, 0.0],            # softmax of logits 6.2 4.9 2.1 1.0
+        (CAT,): [0.155, 0.155, 0.155, 0.155, 0.18, 0.20],      # unsure how to go on
+        (DOG,): [0.0075, 0.0075, 0.0075, 0.0075, 0.02, 0.95],  # confident the sentence ends
+    }
+    return words, table
+
+
+# --- the model as a step function -------------------------------------------------------
+class CachedStep:
+    """Beams as one batch on the KV cache: each step reorders the cache rows to the
+    surviving beams' parents and feeds one token per beam (one forward pass per step)."""
+
+    def __init__(self, model, prompt_ids: list[int], max_new_tokens: int):
+        self.model, self.prompt_ids = model, prompt_ids
+        self.device = model_device(model)
+        self.slot = len(prompt_ids)                               # where the next token goes
+        model.setup_cache(1, len(prompt_ids) + max_new_tokens)
+
+    @torch.no_grad()
+    def __call__(self, parents, tokens):
+        if parents is None:
+            idx = torch.tensor([self.prompt_ids], device=self.device)
+            logits = prefill(self.model, idx, torch.arange(idx.shape[1], device=self.device))
+        else:
+            n_rows = self.model.pad.shape[0]
+            if parents.numel() != n_rows or not torch.equal(
+                    parents, torch.arange(n_rows, device=parents.device)):
+                self.model.reorder_cache(parents)                 # row i <- old row parents[i]
+            pos = torch.tensor([self.slot], device=self.device)
+            logits = decode_one_token(self.model, tokens[:, None], pos)
+            self.slot += 1
+        return torch.log_softmax(logits.float(), dim=-1)          # (n, V)
+
+    def close(self) -> None:
+        self.model.clear_cache()
+
+
+def naive_logprobs(model, prompt_ids: list[int]) -> NextLogProbs:
+    """Next-token log-probabilities with one full forward pass per prefix, no cache: the
+    way the source text's beam search calls the model."""
+    device = model_device(model)
+    prompt = torch.tensor(prompt_ids, device=device)
+
+    @torch.no_grad()
+    def next_logprobs(prefixes: torch.Tensor) -> torch.Tensor:
+        rows = [model(torch.cat([prompt, p.to(device)])[None])[0, -1] for p in prefixes]
+        return torch.log_softmax(torch.stack(rows).float(), dim=-1)
+
+    return next_logprobs
+
+
+def cached_prefix_logprobs(model, prompt_ids: list[int], horizon: int,
+                           chunk: int = 128) -> tuple[NextLogProbs, Callable[[], None]]:
+    """Batched next-token log-probabilities for many prefixes after one shared prompt.
+
+    The prompt is prefilled once; for each chunk of prefixes its cache row is copied
+    (``reorder_cache`` with every row pointing at row 0) and only the prefixes are run.
+    Returns (function, close) where close() frees the cache.
+    """
+    device = model_device(model)
+    n = len(prompt_ids)
+    model.setup_cache(1, n + horizon)
+    with torch.no_grad():
+        first = torch.log_softmax(prefill(model, torch.tensor([prompt_ids], device=device),
+                                          torch.arange(n, device=device)).float(), dim=-1)
+
+    @torch.no_grad()
+    def next_logprobs(prefixes: torch.Tensor) -> torch.Tensor:
+        N, d = prefixes.shape
+        if d == 0:
+            return first.expand(N, -1)
+        out = []
+        for s in range(0, N, chunk):
+            part = prefixes[s : s + chunk].to(device)
+            # slots < n of row 0 always hold the prompt; later slots are rewritten below
+            model.reorder_cache(torch.zeros(part.shape[0], dtype=torch.long, device=device))
+            logits = model(part, torch.arange(n, n + d, device=device))[:, -1]
+            out.append(torch.log_softmax(logits.float(), dim=-1))
+        return torch.cat(out)
+
+    return next_logprobs, model.clear_cache
+
+
+# --- the model-facing functions ---------------------------------------------------------
+def _stop_test(tok, stop) -> Callable[[list[int]], bool] | None:
+    stops = _check_stop(tok, stop)
+    if not stops:
+        return None
+    longest = max(len(s) for s in stops)
+    return lambda ids: any(tok.decode(ids[-longest:]).endswith(s) for s in stops)
+
+
+def _to_generation(prompt: str, tok, h: Hypothesis) -> BeamGeneration:
+    return BeamGeneration(prompt, tok.decode(h.ids), list(h.ids), list(h.logprobs), h.reason,
+                          None, h.score)
+
+
+def _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty_alpha, stop,
+            return_all, constraint, naive):
+    ids = _check_prompt(tok, prompt, model)
+    _check_max_new_tokens(max_new_tokens)
+    V = model.config.vocab_size
+    _check_beam_width(beam_width, V)
+    _check_alpha(length_penalty_alpha)
+    is_stop = _stop_test(tok, stop)
+    if constraint is not None:
+        constrained.check_constraint(constraint, V)
+    budget = min(max_new_tokens, model.config.block_size - len(ids))
+    end_reason = "max_tokens" if budget == max_new_tokens else "context_window"
+    if naive:
+        step, close = prefix_step(naive_logprobs(model, ids), model_device(model)), None
+    else:
+        step = CachedStep(model, ids, budget)
+        close = step.close
+    try:
+        hyps = beam_core(step, V, budget, beam_width, length_penalty_alpha, is_stop=is_stop,
+                         constraint=constraint, end_reason=end_reason)
+    finally:
+        if close is not None:
+            close()
+    if not hyps:
+        raise constrained.ConstraintError(
+            f"every beam reached a state where the constraint {constraint!r:.80} allows no next "
+            "character: no continuation can satisfy it")
+    gens = [_to_generation(prompt, tok, h) for h in hyps]
+    return gens if return_all else gens[0]
+
+
+@torch.no_grad()
+def beam_search(model, tok, prompt: str, max_new_tokens: int, beam_width: int,
+                length_penalty: float = 0.0, *, stop: str | list[str] | None = None,
+                return_all: bool = False, constraint=None) -> BeamGeneration | list[BeamGeneration]:
+    """Beam search (the beams are one batch on the KV cache) for a probable continuation.
+
+    Keeps the ``beam_width`` best partial continuations of ``prompt`` by summed
+    log-probability over the GNMT length penalty ``((5+|y|)/6)**length_penalty``
+    (Wu et al. 2016). A continuation ends at ``max_new_tokens``, at the end of a ``stop``
+    sequence (kept in the text), when a ``constraint`` accepts and cannot continue, or at
+    the context window. Returns the best as a ``BeamGeneration`` (``.score``,
+    ``.logprobs``), or with ``return_all=True`` every final beam, best first.
+    """
+    return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty, stop,
+                   return_all, constraint, naive=False)
+
+
+@torch.no_grad()
+def naive_beam_search(model, tok, prompt: str, max_new_tokens: int, beam_width: int,
+                      length_penalty: float = 0.0, *, stop=None, return_all: bool = False,
+                      constraint=None):
+    """``beam_search`` with k separate full forward passes per step and no cache, as in
+    the source text's code: the same search, for the speed comparison."""
+    return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty, stop,
+                   return_all, constraint, naive=True)
+
+
+@torch.no_grad()
+def exact_search(model, tok, prompt: str, horizon: int, *, lower_bound: float | None = None,
+                 beam_width: int = 5, max_frontier: int = 50_000, chunk: int = 128) -> ExactResult:
+    """The most probable continuation of exactly ``horizon`` characters (branch and bound).
+
+    The bound is ``lower_bound`` if given, else the log-probability of the ``beam_width``
+    beam search continuation of the same length. The cost grows with how many prefixes
+    score above the bound (at most exp(-bound) per depth); ``max_frontier`` caps it.
+    """
+    ids = _check_prompt(tok, prompt, model)
+    if not _is_int(horizon) or not 1 <= horizon <= model.config.block_size - len(ids):
+        raise ValueError(f"horizon={horizon!r} is invalid: horizon must be an integer in "
+                         f"[1, {model.config.block_size - len(ids)}] (the context window "
+                         f"{model.config.block_size} less the prompt's {len(ids)} characters)")
+    if lower_bound is None:
+        lower_bound = beam_search(model, tok, prompt, horizon, beam_width).logprob
+    next_logprobs, close = cached_prefix_logprobs(model, ids, horizon, chunk)
+    try:
+        best, sizes = exact_core(next_logprobs, horizon, lower_bound, max_frontier,
+                                 device=model_device(model))
+    finally:
+        close()
+    return ExactResult(_to_generation(prompt, tok, best), sizes)
+
+
+# --- benchmark --------------------------------------------------------------------------
+def bench_beam_vs_naive(model, tok, prompt: str = BENCH_PROMPT, max_new_tokens: int = 120,
+                        beam_width: int = 5, repeats: int = 3) -> dict:
+    """Seconds for beam search with the beams batched on the KV cache vs k separate full
+    forward passes per step (median of ``repeats`` after a warm-up), and their ratio."""
+    device = model_device(model)
+
+    def cached():
+        return beam_search(model, tok, prompt, max_new_tokens, beam_width)
+
+    def naive():
+        return naive_beam_search(model, tok, prompt, max_new_tokens, beam_width)
+
+    same_text = cached().text == naive().text                    # also the warm-up
+    cached_s = benchmark(cached, device, warmup=0, repeats=repeats)
+    naive_s = benchmark(naive, device, warmup=0, repeats=repeats)
+    return {"beam_width": beam_width, "new_tokens": max_new_tokens, "cached_s": cached_s,
+            "naive_s": naive_s, "speedup": naive_s / cached_s, "same_text": same_text}
