@@ -143,7 +143,17 @@ class RegexConstraint(CharConstraint):
                              f"({type(e).__name__}: {e}); use plain regex syntax without "
                              "anchors, backreferences or lookaround") from None
         self.pattern, self.tok = pattern, tok
-        order = [fsm.initial] + sorted(s for s in fsm.states if s != fsm.initial)
+        # Number states canonically: breadth-first from the start, characters in vocabulary
+        # order. interegular's own numbers depend on set iteration order, which changes with
+        # Python's hash seed from run to run; states no vocabulary character reaches drop out.
+        order, i = [fsm.initial], 0
+        while i < len(order):
+            row = fsm.map.get(order[i], {})
+            for ch in tok.chars:
+                dest = row.get(fsm.alphabet[ch])
+                if dest is not None and dest not in order:
+                    order.append(dest)
+            i += 1
         index = {s: i for i, s in enumerate(order)}            # the start state is 0
         S, V = len(order), tok.vocab_size
         nxt = torch.full((S, V), -1, dtype=torch.long)

@@ -386,3 +386,17 @@ def test_total_variation():
         total_variation([0.5, 0.5], [0.5, 0.6])
     with pytest.raises(ValueError, match="outcomes"):
         total_variation([1.0], [0.5, 0.5])
+
+
+def test_regex_state_numbers_do_not_depend_on_the_hash_seed():
+    """interegular numbers states in set order; ours must be the same in every process."""
+    import subprocess
+    import sys
+
+    code = ("import shakespeare_lm as slm; from shakespeare_lm.corpus import ALPHABET; "
+            "c = slm.RegexConstraint(r'[A-Z][A-Z ]+:\\n', slm.CharTokenizer(ALPHABET)); "
+            "print([c.allowed_chars(s) for s in range(c.num_states)])")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env={**__import__('os').environ, "PYTHONHASHSEED": seed}, check=True).stdout
+            for seed in ("1", "2", "3", "4")}
+    assert len(outs) == 1
