@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 from . import corpus
 from .model import PRESETS, Transformer, make_model
 from .tokenizer import CharTokenizer
-from .weights import DATA_DIR, save_model
+from .weights import DATA_DIR, save_model, state_for_loading, state_for_saving
 
 RUNS_DIR = Path(__file__).resolve().parent.parent / "runs"
 
@@ -80,8 +80,7 @@ def lr_at(progress: float, base_lr: float, warmup: float = 0.02, floor: float = 
 
 def save_checkpoint(run_dir: Path, model, opt, state: dict) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
-    tensors = {f"model.{k}": v.detach().contiguous() for k, v in model.state_dict().items()
-               if k != "lm_head.weight"}
+    tensors = {f"model.{k}": v for k, v in state_for_saving(model).items()}
     for i, p in enumerate(model.parameters()):
         for name, t in opt.state.get(p, {}).items():
             if torch.is_tensor(t) and t.dim() > 0:
@@ -95,9 +94,8 @@ def save_checkpoint(run_dir: Path, model, opt, state: dict) -> None:
 def load_checkpoint(run_dir: Path, model, opt) -> dict:
     state = json.loads((run_dir / "checkpoint.json").read_text())
     tensors = load_file(str(run_dir / "checkpoint.safetensors"))
-    model_state = {k[6:]: v for k, v in tensors.items() if k.startswith("model.")}
-    model_state["lm_head.weight"] = model_state["tok_emb.weight"]
-    model.load_state_dict(model_state)
+    model.load_state_dict(state_for_loading({k[6:]: v for k, v in tensors.items()
+                                             if k.startswith("model.")}))
     for i, p in enumerate(model.parameters()):
         if f"optim.{i}.exp_avg" in tensors:
             opt.state[p] = {"step": torch.tensor(state["adam_step"]),

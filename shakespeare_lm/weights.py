@@ -6,7 +6,6 @@ which file, what is wrong, and how to get a good one.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from .corpus import sha256_file
 from .model import ModelConfig, Transformer
 from .tokenizer import CharTokenizer
 
@@ -26,14 +26,15 @@ class WeightsError(RuntimeError):
     """A weights file or its JSON sidecar is missing, corrupt or does not match."""
 
 
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def state_for_saving(model: Transformer) -> dict[str, torch.Tensor]:
     # tied weights: store the embedding once; lm_head.weight is the same tensor
     return {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()
             if k != "lm_head.weight"}
+
+
+def state_for_loading(saved: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The inverse of ``state_for_saving``: point lm_head.weight back at the embedding."""
+    return {**saved, "lm_head.weight": saved.get("tok_emb.weight")}
 
 
 def save_model(model: Transformer, tok: CharTokenizer, path: str | Path, **info) -> Path:
@@ -42,7 +43,7 @@ def save_model(model: Transformer, tok: CharTokenizer, path: str | Path, **info)
     path.parent.mkdir(parents=True, exist_ok=True)
     save_file(state_for_saving(model), str(path))
     meta = {"config": model.config.to_dict(), "vocab": tok.chars,
-            "weights_sha256": _sha256(path), **info}
+            "weights_sha256": sha256_file(path), **info}
     json_path = path.with_suffix(".json")
     json_path.write_text(json.dumps(meta, indent=2) + "\n")
     return json_path
@@ -69,7 +70,7 @@ def load_model(path: str | Path, device: str | torch.device = "cpu",
     meta = read_meta(path)
     if not path.exists():
         raise WeightsError(f"{path} is missing; {FIX_HINT}")
-    if verify_checksum and "weights_sha256" in meta and _sha256(path) != meta["weights_sha256"]:
+    if verify_checksum and "weights_sha256" in meta and sha256_file(path) != meta["weights_sha256"]:
         raise WeightsError(
             f"{path} does not match the sha256 recorded in {path.with_suffix('.json').name} "
             f"(the file is corrupt, truncated or from another run); {FIX_HINT}")
@@ -86,7 +87,7 @@ def load_model(path: str | Path, device: str | torch.device = "cpu",
         raise WeightsError(f"vocabulary of {tok.vocab_size} characters does not match "
                            f"vocab_size={cfg.vocab_size} in the config of {path}")
     model = Transformer(cfg)
-    state["lm_head.weight"] = state.get("tok_emb.weight")
+    state = state_for_loading(state)
     expected = model.state_dict()
     missing = sorted(set(expected) - set(state))
     unexpected = sorted(set(state) - set(expected))
