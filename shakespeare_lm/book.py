@@ -2,7 +2,13 @@
 
 ``python -m shakespeare_lm.book execute [NOTEBOOK ...]`` re-executes notebooks in place with
 nbclient, storing ipywidgets state so the static site can render widget views, and prints
-how long each took.
+how long each took. It runs only under the pinned numerics of ``numerics.env`` (``make
+execute`` sets them) and records them in each notebook's metadata.
+
+``python -m shakespeare_lm.book compare [NOTEBOOK ...]`` re-executes notebooks in memory
+under the environment it is started in and checks that their stored outputs agree up to
+the last digit each number shows (:mod:`shakespeare_lm.outputs`); the test suite starts it
+under kernels that differ from the pinned ones.
 
 ``python -m shakespeare_lm.book vendor`` copies the JavaScript the static site needs
 offline (MathJax, require.js, the ipywidgets HTML manager) from ``node_modules`` (filled by
@@ -17,6 +23,8 @@ import shutil
 import sys
 import time
 from pathlib import Path
+
+from .outputs import compare_notebook, pinned_numerics, unpinned
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = ROOT / "notebooks"
@@ -53,7 +61,14 @@ def execute(path: Path, timeout: int = 600) -> float:
     import nbformat
     from nbclient import NotebookClient
 
+    pinned = pinned_numerics()
+    wrong = unpinned(pinned)
+    if wrong:
+        raise SystemExit("refusing to execute under unpinned numerics: " + ", ".join(wrong)
+                         + ". Run `make execute`, which sets numerics.env, so that the stored "
+                         "outputs reproduce on other machines")
     nb = nbformat.read(path, as_version=4)
+    nb.metadata["shakespeare_lm"] = {"numerics": pinned}
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
@@ -63,17 +78,35 @@ def execute(path: Path, timeout: int = 600) -> float:
     return seconds
 
 
+def compare(paths: list[Path]) -> int:
+    """Re-execute each notebook and report every output that moved; 1 if any did."""
+    failed = 0
+    for path in paths:
+        start = time.perf_counter()
+        mismatches, kernel = compare_notebook(Path(path))
+        print(f"{path}: {len(mismatches)} mismatch(es) in {time.perf_counter() - start:.1f} s "
+              f"(kernel: ATen capability, threads, MKL_CBWR = {kernel})", flush=True)
+        for m in mismatches:
+            print(f"  {m}", flush=True)
+        failed += bool(mismatches)
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
     ex = sub.add_parser("execute", help="re-execute notebooks in place")
     ex.add_argument("notebooks", nargs="*", type=Path)
+    cmp = sub.add_parser("compare", help="re-execute in memory and compare the stored outputs")
+    cmp.add_argument("notebooks", nargs="*", type=Path)
     sub.add_parser("vendor", help="copy the site's JavaScript from node_modules")
     args = parser.parse_args(argv)
     if args.cmd == "vendor":
         vendor()
         return
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    if args.cmd == "compare":
+        sys.exit(compare(paths))
     total = 0.0
     for path in paths:
         print(f"executing {path} ...", flush=True)

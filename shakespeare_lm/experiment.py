@@ -48,7 +48,8 @@ from .generate import generate
 from .model import ModelConfig, Transformer
 from .tokenizer import CharTokenizer
 
-CACHE_DIR = Path(__file__).resolve().parent.parent / "cache"
+# SLM_CACHE_DIR moves the cache (the cross-environment output check uses an empty one)
+CACHE_DIR = Path(os.environ.get("SLM_CACHE_DIR") or Path(__file__).resolve().parent.parent / "cache")
 FORMAT_VERSION = 1        # bump when the generation procedure changes: old caches are ignored
 N_PROMPTS = 24
 PROMPT_CHARS = 128

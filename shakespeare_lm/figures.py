@@ -43,6 +43,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .rounding import rounded
+
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 
 
@@ -123,12 +125,13 @@ class SliderFigure:
         return self.frames[",".join(map(str, idx))]
 
     def config(self) -> dict:
-        return _clean({
+        """The embedded JSON: every float rounded to 4 significant digits, plenty for a picture."""
+        return rounded(_clean({
             "sliders": [{"name": s.name, "values": s.values, "labels": [s.fmt(v) for v in s.values]}
                         for s in self.sliders],
             "frames": self.frames, "render_js": self.render_js, "data": self.data,
             "width": self.width, "height": self.height,
-        })
+        }), 4)
 
     def to_html(self) -> str:
         fid = "kf-" + uuid.uuid4().hex[:10]
