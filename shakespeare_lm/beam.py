@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import constrained
-from .generate import (Generation, _check_max_new_tokens, _check_prompts, _check_stop,
-                       decode_one_token, prefill)
+from .automata import ConstraintError
+from .checks import check_count, check_max_new_tokens, encode_prompts
+from .generate import Generation, decode_one_token, prefill
+from .sampler import DecodingConfig, Sampler
+from .scoring import next_token_logits, teacher_forced_logits
 from .timing import benchmark, model_device
 
 Step = Callable[[torch.Tensor | None, torch.Tensor | None], torch.Tensor]
@@ -94,9 +96,8 @@ def _is_int(x) -> bool:
 
 
 def _check_beam_width(beam_width, vocab_size: int) -> None:
-    if not _is_int(beam_width) or not 1 <= beam_width <= vocab_size:
-        raise ValueError(f"beam_width={beam_width!r} is invalid: beam_width must be an integer "
-                         f"in [1, {vocab_size}] (1 is greedy; at most the vocabulary size)")
+    check_count("beam_width", beam_width, 1, vocab_size,
+                " (1 is greedy; at most the vocabulary size)")
 
 
 def _check_alpha(alpha) -> None:
@@ -107,14 +108,9 @@ def _check_alpha(alpha) -> None:
 
 def _check_prompt(tok, prompt, model) -> list[int]:
     if not isinstance(prompt, str):
-        raise TypeError(f"prompt must be a str (search one prompt at a time), got "
+        raise TypeError(f"prompt must be a str (exact search runs one prompt), got "
                         f"{type(prompt).__name__}")
-    ids = _check_prompts(tok, prompt)[1][0]
-    block = model.config.block_size
-    if len(ids) > block:
-        raise ValueError(f"prompt has {len(ids)} characters but the model's context window is "
-                         f"{block}; keep its last {block} characters (prompt[-{block}:]) or fewer")
-    return ids
+    return encode_prompts(tok, prompt, model.config.block_size)[0]
 
 
 # --- the model-free search --------------------------------------------------------------
@@ -132,8 +128,9 @@ def beam_core(step: Step, vocab_size: int, max_steps: int, beam_width: int,
     the most probable continuation the constraint allows. With beam_width=1 this is greedy.
     """
     _check_beam_width(beam_width, vocab_size)
-    _check_max_new_tokens(max_steps)
+    check_max_new_tokens(max_steps)
     _check_alpha(length_penalty_alpha)
+    masker = Sampler(DecodingConfig(), constraint, vocab_size)  # the mask only: no rules
     if max_steps == 0:
         return [Hypothesis((), (), 0.0, end_reason)]
     finished: list[Hypothesis] = []
@@ -147,9 +144,8 @@ def beam_core(step: Step, vocab_size: int, max_steps: int, beam_width: int,
             live_ids = torch.zeros(n, 0, dtype=torch.long, device=logp.device)
             live_lps = torch.zeros(n, 0, dtype=torch.float64, device=logp.device)
             live_raw = torch.zeros(n, dtype=torch.float64, device=logp.device)
-        if constraint is not None:
-            allowed = torch.stack([constraint.allowed(s) for s in states])   # (n, V) bool
-            logp = constrained.mask_logits(logp, allowed)
+        if constraint is not None:     # scores stay the model's log-probabilities
+            logp = masker.shape(logp, None, masker.allowed(states, strict=False))
         raw = live_raw[:, None] + logp                           # (n, V) log p(prefix + token)
         penalised = raw / length_penalty(t + 1, length_penalty_alpha)
         kept_finished = torch.tensor([h.score for h in finished], dtype=torch.float64,
@@ -304,7 +300,7 @@ class CachedStep:
         self.model, self.prompt_ids = model, prompt_ids
         self.device = model_device(model)
         self.slot = len(prompt_ids)                               # where the next token goes
-        model.setup_cache(1, len(prompt_ids) + max_new_tokens)
+        self.cache = model.cache(1, len(prompt_ids) + max_new_tokens)
 
     @torch.no_grad()
     def __call__(self, parents, tokens):
@@ -312,68 +308,55 @@ class CachedStep:
             idx = torch.tensor([self.prompt_ids], device=self.device)
             logits = prefill(self.model, idx, torch.arange(idx.shape[1], device=self.device))
         else:
-            n_rows = self.model.pad.shape[0]
+            n_rows = self.cache.batch
             if parents.numel() != n_rows or not torch.equal(
                     parents, torch.arange(n_rows, device=parents.device)):
-                self.model.reorder_cache(parents)                 # row i <- old row parents[i]
+                self.cache.reorder(parents)                       # row i <- old row parents[i]
             pos = torch.tensor([self.slot], device=self.device)
             logits = decode_one_token(self.model, tokens[:, None], pos)
             self.slot += 1
         return torch.log_softmax(logits.float(), dim=-1)          # (n, V)
 
     def close(self) -> None:
-        self.model.clear_cache()
+        self.cache.close()
 
 
 def naive_logprobs(model, prompt_ids: list[int]) -> NextLogProbs:
     """Next-token log-probabilities with one full forward pass per prefix, no cache: the
     way the source text's beam search calls the model."""
-    device = model_device(model)
-    prompt = torch.tensor(prompt_ids, device=device)
 
     @torch.no_grad()
     def next_logprobs(prefixes: torch.Tensor) -> torch.Tensor:
-        rows = [model(torch.cat([prompt, p.to(device)])[None])[0, -1] for p in prefixes]
+        rows = [next_token_logits(model, [prompt_ids + p])[0] for p in prefixes.tolist()]
         return torch.log_softmax(torch.stack(rows).float(), dim=-1)
 
     return next_logprobs
 
 
-def cached_prefix_logprobs(model, prompt_ids: list[int], horizon: int,
-                           chunk: int = 128) -> tuple[NextLogProbs, Callable[[], None]]:
+def cached_prefix_logprobs(model, prompt_ids: list[int], chunk: int = 128) -> NextLogProbs:
     """Batched next-token log-probabilities for many prefixes after one shared prompt.
 
-    The prompt is prefilled once; for each chunk of prefixes its cache row is copied
-    (``reorder_cache`` with every row pointing at row 0) and only the prefixes are run.
-    Returns (function, close) where close() frees the cache.
+    For each chunk of prefixes the prompt runs once on the KV cache, its row is copied to
+    every prefix and only the prefixes are run (``scoring.teacher_forced_logits``).
     """
-    device = model_device(model)
-    n = len(prompt_ids)
-    model.setup_cache(1, n + horizon)
-    with torch.no_grad():
-        first = torch.log_softmax(prefill(model, torch.tensor([prompt_ids], device=device),
-                                          torch.arange(n, device=device)).float(), dim=-1)
-
     @torch.no_grad()
     def next_logprobs(prefixes: torch.Tensor) -> torch.Tensor:
-        N, d = prefixes.shape
-        if d == 0:
-            return first.expand(N, -1)
         out = []
-        for s in range(0, N, chunk):
-            part = prefixes[s : s + chunk].to(device)
-            # slots < n of row 0 always hold the prompt; later slots are rewritten below
-            model.reorder_cache(torch.zeros(part.shape[0], dtype=torch.long, device=device))
-            logits = model(part, torch.arange(n, n + d, device=device))[:, -1]
+        for s in range(0, prefixes.shape[0], chunk):
+            part = prefixes[s : s + chunk].tolist()
+            # the distribution after prompt + p is the one of a placeholder appended to p
+            logits = teacher_forced_logits(model, [prompt_ids] * len(part),
+                                           [p + [0] for p in part], use_cache=True)[:, -1]
             out.append(torch.log_softmax(logits.float(), dim=-1))
         return torch.cat(out)
 
-    return next_logprobs, model.clear_cache
+    return next_logprobs
 
 
 # --- the model-facing functions ---------------------------------------------------------
 def _stop_test(tok, stop) -> Callable[[list[int]], bool] | None:
-    stops = _check_stop(tok, stop)
+    stops = DecodingConfig(stop=stop).stop
+    DecodingConfig(stop=stops).check_stop_characters(tok)
     if not stops:
         return None
     longest = max(len(s) for s in stops)
@@ -385,16 +368,10 @@ def _to_generation(prompt: str, tok, h: Hypothesis) -> BeamGeneration:
                           None, h.score)
 
 
-def _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty_alpha, stop,
-            return_all, constraint, naive):
-    ids = _check_prompt(tok, prompt, model)
-    _check_max_new_tokens(max_new_tokens)
+def _search_one(model, tok, prompt: str, ids: list[int], max_new_tokens: int, beam_width: int,
+                alpha: float, is_stop, constraint, naive: bool) -> list[BeamGeneration]:
+    """Every final beam for one prompt, best first."""
     V = model.config.vocab_size
-    _check_beam_width(beam_width, V)
-    _check_alpha(length_penalty_alpha)
-    is_stop = _stop_test(tok, stop)
-    if constraint is not None:
-        constrained.check_constraint(constraint, V)
     budget = min(max_new_tokens, model.config.block_size - len(ids))
     end_reason = "max_tokens" if budget == max_new_tokens else "context_window"
     if naive:
@@ -403,40 +380,57 @@ def _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty_alpha
         step = CachedStep(model, ids, budget)
         close = step.close
     try:
-        hyps = beam_core(step, V, budget, beam_width, length_penalty_alpha, is_stop=is_stop,
+        hyps = beam_core(step, V, budget, beam_width, alpha, is_stop=is_stop,
                          constraint=constraint, end_reason=end_reason)
     finally:
         if close is not None:
             close()
     if not hyps:
-        raise constrained.ConstraintError(
+        raise ConstraintError(
             f"every beam reached a state where the constraint {constraint!r:.80} allows no next "
             "character: no continuation can satisfy it")
-    gens = [_to_generation(prompt, tok, h) for h in hyps]
-    return gens if return_all else gens[0]
+    return [_to_generation(prompt, tok, h) for h in hyps]
+
+
+def _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty_alpha, stop,
+            return_all, constraint, naive):
+    encoded = encode_prompts(tok, prompt, model.config.block_size)
+    check_max_new_tokens(max_new_tokens)
+    _check_beam_width(beam_width, model.config.vocab_size)
+    _check_alpha(length_penalty_alpha)
+    is_stop = _stop_test(tok, stop)
+    Sampler(DecodingConfig(), constraint, model.config.vocab_size)  # checks the constraint
+    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    out = []
+    for p, ids in zip(prompts, encoded):
+        gens = _search_one(model, tok, p, ids, max_new_tokens, beam_width, length_penalty_alpha,
+                           is_stop, constraint, naive)
+        out.append(gens if return_all else gens[0])
+    return out[0] if isinstance(prompt, str) else out
 
 
 @torch.no_grad()
-def beam_search(model, tok, prompt: str, max_new_tokens: int, beam_width: int,
+def beam_search(model, tok, prompt: str | list[str], max_new_tokens: int, beam_width: int,
                 length_penalty: float = 0.0, *, stop: str | list[str] | None = None,
-                return_all: bool = False, constraint=None) -> BeamGeneration | list[BeamGeneration]:
+                return_all: bool = False, constraint=None) -> BeamGeneration | list:
     """Beam search (the beams are one batch on the KV cache) for a probable continuation.
 
     Keeps the ``beam_width`` best partial continuations of ``prompt`` by summed
     log-probability over the GNMT length penalty ``((5+|y|)/6)**length_penalty``
     (Wu et al. 2016). A continuation ends at ``max_new_tokens``, at the end of a ``stop``
-    sequence (kept in the text), when a ``constraint`` accepts and cannot continue, or at
-    the context window. Returns the best as a ``BeamGeneration`` (``.score``,
-    ``.logprobs``), or with ``return_all=True`` every final beam, best first.
+    sequence (kept in the text), when a ``constraint`` accepts and cannot continue (its
+    mask applied by ``shakespeare_lm.sampler``), or at the context window. Returns the best
+    as a ``BeamGeneration`` (``.score``, ``.logprobs``), or with ``return_all=True`` every
+    final beam, best first; a list of prompts is searched one after another and gives a list.
     """
     return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty, stop,
                    return_all, constraint, naive=False)
 
 
 @torch.no_grad()
-def naive_beam_search(model, tok, prompt: str, max_new_tokens: int, beam_width: int,
-                      length_penalty: float = 0.0, *, stop=None, return_all: bool = False,
-                      constraint=None):
+def naive_beam_search(model, tok, prompt: str | list[str], max_new_tokens: int,
+                      beam_width: int, length_penalty: float = 0.0, *, stop=None,
+                      return_all: bool = False, constraint=None):
     """``beam_search`` with k separate full forward passes per step and no cache, as in
     the source text's code: the same search, for the speed comparison."""
     return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty, stop,
@@ -459,12 +453,8 @@ def exact_search(model, tok, prompt: str, horizon: int, *, lower_bound: float | 
                          f"{model.config.block_size} less the prompt's {len(ids)} characters)")
     if lower_bound is None:
         lower_bound = beam_search(model, tok, prompt, horizon, beam_width).logprob
-    next_logprobs, close = cached_prefix_logprobs(model, ids, horizon, chunk)
-    try:
-        best, sizes = exact_core(next_logprobs, horizon, lower_bound, max_frontier,
-                                 device=model_device(model))
-    finally:
-        close()
+    best, sizes = exact_core(cached_prefix_logprobs(model, ids, chunk), horizon, lower_bound,
+                             max_frontier, device=model_device(model))
     return ExactResult(_to_generation(prompt, tok, best), sizes)
 
 

@@ -74,11 +74,8 @@ def prefill_throughput(model, tok, batch: int = 64) -> dict:
     idx = torch.tensor([tok.encode(p) for p in prompts], device=device)
 
     def run():
-        model.setup_cache(batch, L)
-        try:
+        with model.cache(batch, L):
             prefill(model, idx, torch.arange(L, device=device))
-        finally:
-            model.clear_cache()
 
     seconds = benchmark(run, device, warmup=1, repeats=3)
     return {"batch": batch, "prompt_len": L, "tokens_per_s": batch * L / seconds}

@@ -18,8 +18,9 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
+from .paths import NOTEBOOKS_DIR as NOTEBOOKS
+from .paths import ROOT
+
 NODE_MODULES = ROOT / "node_modules"
 VENDOR = ROOT / "book" / "_vendor"
 _FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}

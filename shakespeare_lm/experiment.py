@@ -43,12 +43,13 @@ from tqdm import tqdm
 
 from . import metrics
 from .beam import beam_search
+from .context_window import window_end, window_start
 from .contrastive import contrastive_search
 from .generate import generate
 from .model import ModelConfig, Transformer
+from .paths import CACHE_DIR
 from .tokenizer import CharTokenizer
 
-CACHE_DIR = Path(__file__).resolve().parent.parent / "cache"
 FORMAT_VERSION = 1        # bump when the generation procedure changes: old caches are ignored
 N_PROMPTS = 24
 PROMPT_CHARS = 128
@@ -129,7 +130,7 @@ DEFAULT_SETTINGS: tuple[Setting, ...] = (
     _s("beam", 4, beam_width=4),
     # the CTRL penalty on greedy decoding, as Keskar et al. (2019) used it
     *(_s("repetition penalty", r, temperature=0, repetition_penalty=r) for r in (1.2, 1.5)),
-    *(_s("contrastive", a, top_k=5, alpha=a) for a in (0.3, 0.6)),
+    *(_s("contrastive", a, num_candidates=5, alpha=a) for a in (0.3, 0.6)),
 )
 
 
@@ -140,13 +141,13 @@ SegmentDecoder = Callable[[list[str], int, int], list[tuple[str, list[float]]]]
 def generate_long(decode: SegmentDecoder, prompts: Sequence[str], max_new_tokens: int,
                   block_size: int) -> list[tuple[str, list[float]]]:
     """Continue each prompt by ``max_new_tokens`` characters with a decoder whose context
-    is ``block_size``, restarting at the windows of ``metrics.window_start``.
+    is ``block_size``, restarting at the windows of ``shakespeare_lm.context_window`` (the
+    policy ``generate(..., context_overflow="slide")`` also follows).
 
     ``decode(contexts, n, segment)`` continues every context by at least n characters
     (rows may stop at the context window) and returns (text, logprobs) per row. Returns
     (continuation, logprobs) per prompt.
     """
-    h = block_size // 2
     texts, new = list(prompts), [("", []) for _ in prompts]
     segment = 0
     while True:
@@ -156,8 +157,8 @@ def generate_long(decode: SegmentDecoder, prompts: Sequence[str], max_new_tokens
             if left > 0:
                 L = len(t)
                 rows.append(r)
-                contexts.append(t[metrics.window_start(L, block_size) :])
-                budgets.append(min(left, max(2, L // h + 1) * h - L))  # up to the next restart
+                contexts.append(t[window_start(L, block_size) :])
+                budgets.append(min(left, window_end(L, block_size) - L))  # up to the next restart
         if not rows:
             return new
         outs = decode(contexts, max(budgets), segment)

@@ -22,6 +22,8 @@ import torch
 from . import rules
 from .figures import Slider, SliderFigure, static_js
 from .generate import generate
+from .sampler import DecodingConfig, Sampler
+from .scoring import next_token_logits
 
 # The running example of the book (The Taming of the Shrew, held out from training).
 SPEECH = ("KATHARINA:\nMoved! in good time: let him that moved you hither\n"
@@ -53,8 +55,7 @@ def next_logits(model, tok, text: str) -> torch.Tensor:
     if not text:
         raise ValueError("text is empty: the model needs at least one character of context")
     ids = tok.encode(text)[-model.config.block_size:]
-    device = next(model.parameters()).device
-    return model(torch.tensor([ids], device=device))[0, -1].double().cpu()
+    return next_token_logits(model, [ids])[0].double().cpu()
 
 
 def _settings(config: dict) -> dict:
@@ -66,13 +67,9 @@ def _settings(config: dict) -> dict:
 
 def surviving(logits: torch.Tensor, **config) -> torch.Tensor:
     """The distribution a token is drawn from, (..., V) logits -> (..., V) probabilities:
-    softmax of ``rules.compose`` under the settings, or, at temperature 0, all the mass on
-    the greedy token (as ``slm.generate`` does). Settings left out are off."""
-    settings = _settings(config)
-    if settings["temperature"] == 0:
-        rules.validate(**settings)
-        return torch.nn.functional.one_hot(rules.greedy(logits), logits.shape[-1]).to(logits.dtype)
-    return torch.softmax(rules.compose(logits, **settings), dim=-1)
+    the ``shakespeare_lm.sampler`` distribution that ``slm.generate`` draws from (at
+    temperature 0 all the mass on the greedy token). Settings left out are off."""
+    return Sampler(DecodingConfig(**_settings(config))).probs(logits)
 
 
 def summarize(logits: torch.Tensor, tok, **config) -> dict:

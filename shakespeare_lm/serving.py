@@ -194,8 +194,7 @@ def simulate(requests: list[Request], model=None, tok=None, *, policy: str = "co
         raise ValueError(f"cache_len={cache_len} is invalid: it must exceed context={context}")
     slot = 0
     pads = [0] * max_batch  # left padding of each row: the slot where its request started
-    if model is not None:
-        model.setup_cache(max_batch, cache_len)
+    cache = model.cache(max_batch, cache_len) if model is not None else None
     try:
         with Stopwatch(device or "cpu") as sw:
             while queue or any(r is not None for r in rows):
@@ -233,7 +232,7 @@ def simulate(requests: list[Request], model=None, tok=None, *, policy: str = "co
                     for i in range(max_batch):
                         if rows[i] is None:
                             pads[i] = slot  # an idle row sees only its own dummy slot
-                    model.pad = torch.tensor(pads, device=device)
+                    cache.set_padding(pads)
                     feed = torch.tensor(feed, device=device)  # (B, 1)
                     logits = decode_one_token(model, feed, torch.tensor([slot], device=device))
                     choice = logits.argmax(-1).tolist()
@@ -252,23 +251,17 @@ def simulate(requests: list[Request], model=None, tok=None, *, policy: str = "co
                 slot += 1
                 if model is not None and slot == cache_len:
                     shift = min((pads[i] for i in _busy_rows(rows)), default=slot)
-                    _drop_old_slots(model, shift)
+                    cache.drop_oldest(shift)
                     pads = [max(p - shift, 0) for p in pads]
                     slot -= shift
         if model is not None:
             result.seconds = sw.seconds
     finally:
-        if model is not None:
-            model.clear_cache()
+        if cache is not None:
+            cache.close()
     return result
 
 
 def _busy_rows(rows) -> list[int]:
     return [i for i, r in enumerate(rows) if r is not None]
 
-
-def _drop_old_slots(model, shift: int) -> None:
-    """Shift every cache ``shift`` slots left, dropping slots no running request can see."""
-    for cache in model.kv_caches:
-        for buf in (cache.k_cache, cache.v_cache):  # (B, nh, L, hs)
-            buf[:, :, : buf.shape[2] - shift] = buf[:, :, shift:].clone()

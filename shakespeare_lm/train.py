@@ -27,9 +27,9 @@ from tqdm.auto import tqdm
 from . import corpus
 from .model import PRESETS, Transformer, make_model
 from .tokenizer import CharTokenizer
-from .weights import DATA_DIR, save_model, state_for_loading, state_for_saving
+from .paths import DATA_DIR, RUNS_DIR
+from .weights import save_model, state_for_loading, state_for_saving
 
-RUNS_DIR = Path(__file__).resolve().parent.parent / "runs"
 
 
 def encode_corpus(tok: CharTokenizer, text: str) -> torch.Tensor:

@@ -158,7 +158,7 @@ def test_beam_search_frees_the_cache_even_after_an_error(tiny, tok):
 
     with pytest.raises(slm.ConstraintError, match="allows no next character"):
         slm.beam_search(tiny, tok, PROMPT, 5, 2, constraint=Broken())
-    assert tiny.kv_caches == []
+    assert tiny.active_cache is None
 
 
 # --- constraints: a tiny mask-only automaton -----------------------------------------------
@@ -306,10 +306,16 @@ def test_unknown_character_in_prompt_is_named(tiny, tok):
         slm.beam_search(tiny, tok, "Caé", 5, 2)
 
 
-@pytest.mark.parametrize("prompt", ["", ["a", "b"]])
-def test_empty_or_batched_prompt_is_refused(tiny, tok, prompt):
+@pytest.mark.parametrize("prompt", ["", ["a", ""], [], 3])
+def test_empty_or_malformed_prompt_is_refused(tiny, tok, prompt):
     with pytest.raises((ValueError, TypeError), match="prompt"):
         slm.beam_search(tiny, tok, prompt, 5, 2)
+
+
+def test_a_list_of_prompts_gives_one_search_per_prompt(tiny, tok):
+    prompts = ["KATHARINA:\n", "O"]
+    together = slm.beam_search(tiny, tok, prompts, 8, 3)
+    assert [g.ids for g in together] == [slm.beam_search(tiny, tok, p, 8, 3).ids for p in prompts]
 
 
 @pytest.mark.parametrize("alpha", [float("nan"), float("inf"), "0.6", None])
