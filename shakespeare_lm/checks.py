@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 
@@ -13,6 +14,17 @@ def check_count(name: str, value, low: int = 0, high: int | None = None, hint: s
     if not ok:
         where = f">= {low}" if high is None else f"in [{low}, {high}]"
         raise ValueError(f"{name}={value!r} is invalid: {name} must be an integer {where}{hint}")
+
+
+def check_positive(name: str, value, integer: bool = False, allow_zero: bool = False) -> None:
+    """Raise ValueError unless ``value`` is a positive (or, with ``allow_zero``, non-negative)
+    finite number, or an int with ``integer``; bools are refused."""
+    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
+    low_ok = value >= 0 if allow_zero else value > 0
+    if isinstance(value, bool) or not ok_type or not low_ok or (not integer and not math.isfinite(value)):
+        kind = "an integer" if integer else "a finite number"
+        bound = ">= 0" if allow_zero else "> 0"
+        raise ValueError(f"{name}={value!r} is invalid: {name} must be {kind} {bound}")
 
 
 def check_max_new_tokens(n) -> None:
