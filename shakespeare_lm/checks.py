@@ -16,6 +16,18 @@ def check_count(name: str, value, low: int = 0, high: int | None = None, hint: s
         raise ValueError(f"{name}={value!r} is invalid: {name} must be an integer {where}{hint}")
 
 
+def check_number(name: str, value, low: float | None = None, high: float | None = None,
+                 hint: str = "") -> None:
+    """Raise ValueError unless ``value`` is a finite real number (not a bool) in [low, high]."""
+    ok = (not isinstance(value, bool) and isinstance(value, (int, float))
+          and math.isfinite(value) and (low is None or value >= low)
+          and (high is None or value <= high))
+    if not ok:
+        where = "" if low is None and high is None else f" in [{low}, {high}]"
+        kind = "a finite number" if not where else "a number"
+        raise ValueError(f"{name}={value!r} is invalid: {name} must be {kind}{where}{hint}")
+
+
 def check_positive(name: str, value, integer: bool = False, allow_zero: bool = False) -> None:
     """Raise ValueError unless ``value`` is a positive (or, with ``allow_zero``, non-negative)
     finite number, or an int with ``integer``; bools are refused."""

@@ -12,6 +12,15 @@ whose representation repeats the context, which is how it avoids degenerate loop
 Batched: each prompt owns k rows of the KV cache. A step feeds the k candidates of every
 prompt as one (B * k, 1) batch, then copies the winning row's new cache slot into its k
 rows, so the cache never has to be reordered as a whole.
+
+Why it takes no decoding settings (temperature, truncation rules, penalties, seed): the
+search is deterministic and its own rule chooses among its own candidates. Its candidate set
+is the ``num_candidates`` most probable characters of the untouched distribution, which is
+what a truncation rule would decide; temperature or a penalty would change p(v), the first
+term of the score, and so what alpha trades against; nothing is drawn, so a seed does
+nothing. Such settings are refused by ``DecodingConfig.refuse_all_but`` with that reason,
+rather than silently ignored, and its own arguments go through ``shakespeare_lm.checks``
+like every decoder's.
 """
 
 from __future__ import annotations
@@ -21,15 +30,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from .checks import check_count, check_max_new_tokens, encode_prompts
+from .checks import check_count, check_max_new_tokens, check_number, encode_prompts
 from .generate import Generation, Timings
+from .sampler import DecodingConfig
 from .timing import Stopwatch, model_device
-
-
-def _check_alpha(alpha) -> None:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 <= alpha <= 1:
-        raise ValueError(f"alpha={alpha!r} is invalid: alpha must be a number in [0, 1] "
-                         "(0 is greedy decoding)")
 
 
 @dataclass
@@ -87,19 +91,27 @@ def _start(model, encoded, k: int, alpha: float, max_new_tokens: int, device):
 
 @torch.no_grad()
 def contrastive_search(model, tok, prompt: str | list[str], max_new_tokens: int, *,
-                       num_candidates: int = 5, alpha: float = 0.6) -> Generation | list[Generation]:
+                       num_candidates: int = 5, alpha: float = 0.6,
+                       config: DecodingConfig | None = None,
+                       **settings) -> Generation | list[Generation]:
     """Continue ``prompt`` (a str, or a list of str as one batch) by contrastive search.
 
     num_candidates: candidates per step (k in Su et al. 2022); alpha in [0, 1]: weight of
-    the degeneration penalty. Deterministic. Returns ``Generation``s as ``generate`` does,
-    with ``logprobs`` under the untruncated model; a row stops at ``max_new_tokens``
-    ("max_tokens") or when the context window is full ("context_window").
+    the degeneration penalty. Deterministic; it takes no decoding settings (see the module
+    docstring: a ``config`` or keyword setting other than the defaults is a ValueError that
+    says why). Returns ``Generation``s as ``generate`` does, with ``logprobs`` under the
+    untruncated model; a row stops at ``max_new_tokens`` ("max_tokens") or when the context
+    window is full ("context_window").
     """
+    DecodingConfig.from_settings(config, **settings).refuse_all_but(
+        (), "contrastive search", "it chooses deterministically among its num_candidates most "
+        "probable characters by its own score, which a temperature, truncation rule or penalty "
+        "would change the meaning of")
     V = model.config.vocab_size
     encoded = encode_prompts(tok, prompt, model.config.block_size)
     check_max_new_tokens(max_new_tokens)
     check_count("num_candidates", num_candidates, 1, V, " (at most the vocabulary size)")
-    _check_alpha(alpha)
+    check_number("alpha", alpha, 0, 1, " (0 is greedy decoding)")
     device, k = model_device(model), num_candidates
     idx, pad, L, steps, run = _start(model, encoded, k, alpha, max_new_tokens, device)
     B = len(encoded)

@@ -107,6 +107,15 @@ class DecodingConfig:
             del out["temperature"]
         return out
 
+    def refuse_all_but(self, used: Sequence[str], decoder: str, why: str) -> None:
+        """A ValueError if a setting not in ``used`` differs from its default: ``decoder``
+        would silently ignore it; ``why`` says why it has no use for it."""
+        unused = [f"{f.name}={getattr(self, f.name)!r}" for f in fields(self)
+                  if f.name not in used and getattr(self, f.name) != f.default]
+        if unused:
+            takes = ", ".join(used) if used else "no decoding settings"
+            raise ValueError(f"{decoder} does not use {', '.join(unused)}: {why}; it takes {takes}")
+
     def check_stop_characters(self, tok) -> None:
         """A stop sequence with a character the model cannot produce could never match."""
         for s in self.stop:
@@ -173,14 +182,19 @@ class Sampler:
               allowed: torch.Tensor | None = None) -> torch.Tensor:
         """Penalties, then the mask ``allowed`` (R, V), then (unless greedy) temperature and
         truncation: the logits (R, V) a token is chosen from."""
-        out = logits
-        if self._penalties:
-            out = rules.compose(out, history, **self._penalties)
-        if allowed is not None:
-            out = mask_logits(out, allowed)
+        out = self.mask(self.penalise(logits, history), allowed)
         if self._truncation:
             out = rules.compose(out, None, **self._truncation)
         return out
+
+    def penalise(self, logits: torch.Tensor, history: torch.Tensor | None) -> torch.Tensor:
+        """The penalties alone: logits (R, V) and the history (R, H) they count -> (R, V)."""
+        return rules.compose(logits, history, **self._penalties) if self._penalties else logits
+
+    @staticmethod
+    def mask(logits: torch.Tensor, allowed: torch.Tensor | None) -> torch.Tensor:
+        """The constraint mask alone: ``-inf`` where ``allowed`` (R, V) is False."""
+        return logits if allowed is None else mask_logits(logits, allowed)
 
     def distribution(self, shaped: torch.Tensor) -> torch.Tensor:
         """Shaped logits (R, V) -> the probabilities (R, V) drawn from (one-hot when greedy),

@@ -340,3 +340,31 @@ def test_bench_reports_both_timings_and_agreement(tiny, tok):
     assert r["same_text"] is True
     assert r["cached_s"] > 0 and r["naive_s"] > 0
     assert r["speedup"] == pytest.approx(r["naive_s"] / r["cached_s"])
+
+
+@pytest.mark.parametrize("penalty", [{"repetition_penalty": 1.8},
+                                     {"frequency_penalty": 0.9, "presence_penalty": 0.4}])
+@pytest.mark.parametrize("prompt_len", [1, 12])
+def test_width_one_with_a_penalty_is_greedy_generate_with_that_penalty(tiny, tok, penalty,
+                                                                        prompt_len):
+    prompt = PROMPT[:prompt_len]
+    beam = slm.beam_search(tiny, tok, prompt, 40, 1, **penalty)
+    greedy = slm.generate(tiny, tok, prompt, 40, temperature=0, **penalty)
+    assert beam.ids == greedy.ids and beam.logprobs == greedy.logprobs  # the model's log-probs
+    assert beam.ids != slm.beam_search(tiny, tok, prompt, 40, 1).ids   # the penalty acts
+
+
+def test_a_penalty_reshapes_the_beam_scores_like_the_sampler(tiny, tok):
+    plain = slm.beam_search(tiny, tok, PROMPT, 20, 3)
+    cfg = slm.DecodingConfig(presence_penalty=50.0)   # no character may come twice
+    penalised = slm.beam_search(tiny, tok, PROMPT, 20, 3, config=cfg)
+    assert len(set(penalised.ids)) == len(penalised.ids) != len(set(plain.ids))
+
+
+@pytest.mark.parametrize("setting", [{"top_p": 0.9}, {"temperature": 0.7}, {"seed": 3}])
+def test_settings_a_search_cannot_use_are_refused_by_name(tiny, tok, setting):
+    (name, value), = setting.items()
+    with pytest.raises(ValueError, match=f"beam search does not use {name}={value!r}"):
+        slm.beam_search(tiny, tok, PROMPT, 5, 2, **setting)
+    with pytest.raises(TypeError, match="unknown decoding setting"):
+        slm.beam_search(tiny, tok, PROMPT, 5, 2, top_q=0.5)

@@ -93,3 +93,14 @@ def test_bad_prompt_is_refused(tiny, tok):
         contrastive_search(tiny, tok, "", 5)
     with pytest.raises(ValueError, match="not in the vocabulary"):
         contrastive_search(tiny, tok, "caf\u00e9", 5)
+
+
+@pytest.mark.parametrize("setting", [{"top_p": 0.9}, {"temperature": 0.5},
+                                     {"repetition_penalty": 1.2}, {"seed": 0}])
+def test_decoding_settings_are_refused_with_the_reason(tiny, tok, setting):
+    (name, value), = setting.items()
+    with pytest.raises(ValueError, match=f"contrastive search does not use {name}={value!r}.*"
+                                         "num_candidates most probable"):
+        contrastive_search(tiny, tok, PROMPT, 5, **setting)
+    with pytest.raises(ValueError, match=f"{name}="):
+        contrastive_search(tiny, tok, PROMPT, 5, config=slm.DecodingConfig(**setting))
