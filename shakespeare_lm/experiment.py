@@ -341,6 +341,33 @@ def _worker_setting(task):
     return _generate_setting(_WORKER["model"], _WORKER["tok"], *task)
 
 
+def _generate_all(model, tok, settings, contexts, new_chars: int, seed: int, workers: int,
+                  progress: bool) -> dict:
+    """{label: (texts, log-probs)} of every setting, in this process or in ``workers``
+    spawned ones (one torch thread each)."""
+    # the slowest settings first, so that the workers finish together
+    order = sorted(settings, key=lambda s: s.family not in ("beam", "contrastive"))
+    tasks = [(s, contexts, new_chars, seed) for s in order]
+    bar = tqdm(total=len(tasks), desc="settings", unit="setting", disable=not progress)
+    done = {}
+    if workers == 1 or len(tasks) < 2:
+        with _one_thread():
+            for task in tasks:
+                label, texts, lps = _generate_setting(model, tok, *task)
+                done[label] = (texts, lps)
+                bar.update()
+    else:
+        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(min(workers, len(tasks)), _init_worker,
+                      (model.config.to_dict(), state, tok.chars)) as pool:
+            for label, texts, lps in pool.imap_unordered(_worker_setting, tasks):
+                done[label] = (texts, lps)
+                bar.update()
+    bar.close()
+    return done
+
+
 def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
                    prompts: Sequence[HeldoutPrompt] | None = None, new_chars: int = NEW_CHARS,
                    seed: int = SEED, *, cache_dir: Path | str | None = CACHE_DIR,
@@ -372,26 +399,7 @@ def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
 
     t0 = time.perf_counter()
     contexts = [p.prompt for p in prompts]
-    # the slowest settings first, so that the workers finish together
-    order = sorted(settings, key=lambda s: s.family not in ("beam", "contrastive"))
-    tasks = [(s, contexts, new_chars, seed) for s in order]
-    bar = tqdm(total=len(tasks), desc="settings", unit="setting", disable=not progress)
-    done = {}
-    if workers == 1 or len(tasks) < 2:
-        with _one_thread():
-            for task in tasks:
-                label, texts, lps = _generate_setting(model, tok, *task)
-                done[label] = (texts, lps)
-                bar.update()
-    else:
-        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-        ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(workers, len(tasks)), _init_worker,
-                      (model.config.to_dict(), state, tok.chars)) as pool:
-            for label, texts, lps in pool.imap_unordered(_worker_setting, tasks):
-                done[label] = (texts, lps)
-                bar.update()
-    bar.close()
+    done = _generate_all(model, tok, settings, contexts, new_chars, seed, workers, progress)
     texts = {label: done[label][0] for label in labels}
     lps = {label: done[label][1] for label in labels}
     refs = [p.reference[:new_chars] for p in prompts]
