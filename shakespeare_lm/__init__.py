@@ -6,21 +6,26 @@
 """
 
 from . import constrained, rules, speculative
+from .automata import (BracketListConstraint, ChoiceConstraint, Constraint, ConstraintError,
+                       RegexConstraint)
 from .beam import beam_search
-from .constrained import (BracketListConstraint, ChoiceConstraint, Constraint, ConstraintError,
-                          RegexConstraint, exact_distributions, rejection_sample, total_variation)
+from .constrained import exact_distributions, rejection_sample, total_variation
+from .contrastive import contrastive_search
 from .generate import (Generation, Timings, decode_n_tokens, decode_one_token, generate,
                        prefill)
-from .model import PRESETS, KVCache, ModelConfig, Transformer, make_model
+from .model import PRESETS, KVCache, KVCacheHandle, ModelConfig, Transformer, make_model
+from .sampler import DecodingConfig, Sampler
 from .scoring import score_continuations
-from .speculative import speculative_decode
+from .speculative import SpeculativeGeneration, speculative_decode
 from .tokenizer import CharTokenizer
 from .weights import WeightsError, load_model, load_pretrained, save_model
 
 __all__ = [
     "BracketListConstraint", "CharTokenizer", "ChoiceConstraint", "Constraint",
-    "ConstraintError", "Generation", "KVCache", "ModelConfig", "PRESETS", "RegexConstraint",
-    "Timings", "Transformer", "WeightsError", "beam_search", "constrained", "decode_n_tokens",
+    "ConstraintError", "DecodingConfig", "Generation", "KVCache", "KVCacheHandle",
+    "ModelConfig", "PRESETS", "RegexConstraint", "Sampler", "SpeculativeGeneration",
+    "Timings", "Transformer", "WeightsError", "beam_search", "constrained",
+    "contrastive_search", "decode_n_tokens",
     "decode_one_token", "exact_distributions", "generate", "load_model", "load_pretrained",
     "make_model", "prefill", "rejection_sample", "rules", "save_model", "score_continuations",
     "speculative", "speculative_decode", "total_variation",

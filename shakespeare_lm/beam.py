@@ -3,11 +3,12 @@
 The search is written once, model-free. ``beam_core`` sees the model only through a
 *step* function that returns next-token log-probabilities for every live hypothesis,
 
-    step(None, None)      -> (1, V)  the distribution after the prompt
+    step(None, None)      -> (1, V)  the logits after the prompt
     step(parents, tokens) -> (n, V)  live row i is old row parents[i] extended by tokens[i]
 
-so a toy next-probability table (``prefix_step`` over any ``prefixes -> log-probs``
-function) and the real model (``CachedStep``: the beams are one batch on the KV cache, whose
+(logits: ``beam_core`` applies the sampler's penalties and takes the log-softmax; log-probs
+are logits too), so a toy next-probability table (``prefix_step`` over any
+``prefixes -> log-probs`` function) and the real model (``CachedStep``: the beams are one batch on the KV cache, whose
 rows are reordered with ``model.reorder_cache`` when the beams are re-ranked) run the same
 algorithm. ``beam_search`` is the model-facing function; ``naive_beam_search`` is the same
 search with one full forward pass per beam per step, kept for the benchmark.
@@ -33,13 +34,15 @@ from dataclasses import dataclass, field
 
 import torch
 
-from . import constrained
-from .generate import (Generation, _check_max_new_tokens, _check_prompts, _check_stop,
-                       decode_one_token, prefill)
+from .automata import ConstraintError
+from .checks import check_count, check_max_new_tokens, check_number, encode_prompts
+from .generate import Generation, decode_one_token, prefill
+from .sampler import DecodingConfig, Sampler
+from .scoring import next_token_logits, teacher_forced_logits
 from .timing import benchmark, model_device
 
 Step = Callable[[torch.Tensor | None, torch.Tensor | None], torch.Tensor]
-NextLogProbs = Callable[[torch.Tensor], torch.Tensor]   # prefixes (N, t) -> log-probs (N, V)
+NextLogProbs = Callable[[torch.Tensor], torch.Tensor]   # prefixes (N, t) -> logits (N, V)
 
 BENCH_PROMPT = "KATHARINA:\nMoved! in good time: "
 
@@ -94,121 +97,189 @@ def _is_int(x) -> bool:
 
 
 def _check_beam_width(beam_width, vocab_size: int) -> None:
-    if not _is_int(beam_width) or not 1 <= beam_width <= vocab_size:
-        raise ValueError(f"beam_width={beam_width!r} is invalid: beam_width must be an integer "
-                         f"in [1, {vocab_size}] (1 is greedy; at most the vocabulary size)")
+    check_count("beam_width", beam_width, 1, vocab_size,
+                " (1 is greedy; at most the vocabulary size)")
 
 
 def _check_alpha(alpha) -> None:
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not math.isfinite(alpha):
-        raise ValueError(f"length_penalty={alpha!r} is invalid: length_penalty must be a finite "
-                         "number (the GNMT exponent alpha; 0 switches it off, 0.6-0.7 is typical)")
+    check_number("length_penalty", alpha, hint=" (the GNMT exponent alpha; 0 switches it off, "
+                 "0.6-0.7 is typical)")
 
 
 def _check_prompt(tok, prompt, model) -> list[int]:
     if not isinstance(prompt, str):
-        raise TypeError(f"prompt must be a str (search one prompt at a time), got "
+        raise TypeError(f"prompt must be a str (exact search runs one prompt), got "
                         f"{type(prompt).__name__}")
-    ids = _check_prompts(tok, prompt)[1][0]
-    block = model.config.block_size
-    if len(ids) > block:
-        raise ValueError(f"prompt has {len(ids)} characters but the model's context window is "
-                         f"{block}; keep its last {block} characters (prompt[-{block}:]) or fewer")
-    return ids
+    return encode_prompts(tok, prompt, model.config.block_size)[0]
 
 
 # --- the model-free search --------------------------------------------------------------
+BEAM_SETTINGS = ("repetition_penalty", "frequency_penalty", "presence_penalty", "stop")
+
+
+def beam_config(config: DecodingConfig | None = None, **settings) -> DecodingConfig:
+    """The ``DecodingConfig`` of a search: penalties and stop sequences only. Temperature,
+    truncation and a seed reshape or draw from a distribution; a search ranks by it."""
+    cfg = DecodingConfig.from_settings(config, **settings)
+    cfg.refuse_all_but(BEAM_SETTINGS, "beam search",
+                       "it ranks continuations by log-probability and draws nothing, so "
+                       "temperature, truncation rules and seed would change nothing")
+    return cfg
+
+
+class _Beam:
+    """The beam between steps: the live hypotheses (tokens (n, t), the model's log-probs
+    (n, t), summed scoring log-probs (n,), constraint states) and the finished ones."""
+
+    def __init__(self, sampler: Sampler, width: int, alpha: float, is_stop, history):
+        self.sampler, self.width, self.alpha, self.is_stop = sampler, width, alpha, is_stop
+        self.history = torch.tensor(list(history), dtype=torch.long)     # (H,) the prompt
+        c = sampler.constraint
+        self.states = [None if c is None else c.start()]
+        self.finished: list[Hypothesis] = []
+        self.ids = self.lps = self.raw = None
+
+    def scores(self, logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(the model's log-probs, the log-probs the search ranks by), both (n, V) float64:
+        the sampler's penalties (they see prompt + hypothesis), renormalised, then its mask.
+        The mask is not renormalised: scores stay the model's log-probabilities."""
+        s = self.sampler
+        model_logp = torch.log_softmax(logits, dim=-1).double()
+        score_logp = model_logp
+        if s.needs_history:
+            prompt = self.history.to(logits.device).expand(logits.shape[0], -1)
+            history = torch.cat([prompt, self.ids], dim=1)                # (n, H + t)
+            score_logp = torch.log_softmax(s.penalise(logits, history), dim=-1).double()
+        if s.constraint is not None:
+            score_logp = s.mask(score_logp, s.allowed(self.states, strict=False))
+        return model_logp, score_logp
+
+    def advance(self, logits: torch.Tensor, length: int):
+        """Rank every extension of every live hypothesis (logits (n, V)) with the finished
+        ones and keep the ``width`` best; (parents, tokens) of the live ones kept, or None."""
+        if self.ids is None:                                      # the prompt's distribution
+            n, device = logits.shape[0], logits.device
+            self.ids = torch.zeros(n, 0, dtype=torch.long, device=device)
+            self.lps = torch.zeros(n, 0, dtype=torch.float64, device=device)
+            self.raw = torch.zeros(n, dtype=torch.float64, device=device)
+        model_logp, score_logp = self.scores(logits)
+        raw = self.raw[:, None] + score_logp                      # (n, V) log p(prefix + token)
+        penalised = raw / length_penalty(length, self.alpha)
+        kept = self._select(self._best(penalised), penalised, model_logp)
+        if not kept:
+            self.ids = self.ids[:0]
+            return None
+        device = logits.device
+        parents = torch.tensor([p for p, _, _ in kept], device=device)
+        tokens = torch.tensor([t for _, t, _ in kept], device=device)
+        self.ids = torch.cat([self.ids[parents], tokens[:, None]], dim=1)
+        self.lps = torch.cat([self.lps[parents], model_logp[parents, tokens][:, None]], dim=1)
+        self.raw = raw[parents, tokens]
+        self.states = [state for _, _, state in kept]
+        return parents, tokens
+
+    def _best(self, penalised: torch.Tensor) -> list[int]:
+        """Indices of the ``width`` best finite candidates: live extensions (flattened n x V)
+        first, then the finished hypotheses; ties go to the lower index."""
+        kept_finished = torch.tensor([h.score for h in self.finished], dtype=torch.float64,
+                                     device=penalised.device)
+        candidates = torch.cat([penalised.flatten(), kept_finished])
+        order = torch.sort(candidates, descending=True, stable=True).indices[:self.width]
+        return order[torch.isfinite(candidates[order])].tolist()
+
+    def _select(self, order: list[int], penalised, model_logp) -> list[tuple]:
+        """Split the chosen candidates: the ones that end join ``finished`` (a finished one
+        keeps its slot); returns (parent, token, state) of those that go on."""
+        n_live, V = penalised.numel(), penalised.shape[1]
+        c, finished, kept = self.sampler.constraint, [], []
+        for i in order:
+            if i >= n_live:
+                finished.append(self.finished[i - n_live])
+                continue
+            parent, token = divmod(i, V)
+            state = c.advance(self.states[parent], token) if c is not None else None
+            ids = self.ids[parent].tolist() + [token]
+            reason = self._end_reason(state, ids)
+            if reason is None:
+                kept.append((parent, token, state))
+                continue
+            lps = self.lps[parent].tolist() + [float(model_logp[parent, token])]
+            finished.append(Hypothesis(tuple(ids), tuple(lps), float(penalised[parent, token]),
+                                       reason))
+        self.finished = finished
+        return kept
+
+    def _end_reason(self, state, ids: list[int]) -> str | None:
+        c = self.sampler.constraint
+        if c is not None and c.is_accepting(state) and not c.can_continue(state):
+            return "constraint"
+        if self.is_stop is not None and self.is_stop(ids):
+            return "stop_sequence"
+        return None
+
+    def result(self, end_reason: str) -> list[Hypothesis]:
+        """Every hypothesis in the beam, best first; the live ones end with ``end_reason``."""
+        alpha_lp = length_penalty(self.ids.shape[1], self.alpha)
+        out = list(self.finished)
+        for ids, lps, raw_score in zip(self.ids.tolist(), self.lps.tolist(), self.raw.tolist()):
+            out.append(Hypothesis(tuple(ids), tuple(lps), raw_score / alpha_lp, end_reason))
+        return sorted(out, key=lambda h: -h.score)  # sorted() is stable: ties keep beam order
+
+
 def beam_core(step: Step, vocab_size: int, max_steps: int, beam_width: int,
               length_penalty_alpha: float = 0.0, *,
               is_stop: Callable[[list[int]], bool] | None = None, constraint=None,
-              end_reason: str = "max_tokens") -> list[Hypothesis]:
+              end_reason: str = "max_tokens", config: DecodingConfig | None = None,
+              history: Sequence[int] = ()) -> list[Hypothesis]:
     """Beam search over a step function (see the module docstring); hypotheses best first.
 
     Each step scores every extension of every live hypothesis (n x V candidates) together
     with the finished hypotheses still in the beam, and keeps the ``beam_width`` best by
     length-penalised score (ties: the lower candidate index). ``is_stop(ids)`` says whether a
-    continuation has just ended. ``constraint`` (the protocol in CONTRIBUTING.md) masks
-    tokens before scoring; scores stay the model's log-probabilities, so the search looks for
-    the most probable continuation the constraint allows. With beam_width=1 this is greedy.
+    continuation has just ended. ``config`` (penalties only, see ``beam_config``) and
+    ``constraint`` (the protocol in CONTRIBUTING.md) go through ``shakespeare_lm.sampler``
+    as in ``generate``: the penalties, which count ``history`` (the prompt's ids) and the
+    hypothesis, reshape the distribution a hypothesis is scored by; the mask removes tokens
+    without renormalising, so the search looks for the most probable continuation the
+    constraint allows. ``Hypothesis.logprobs`` are always the model's. With beam_width=1
+    this is greedy decoding.
     """
     _check_beam_width(beam_width, vocab_size)
-    _check_max_new_tokens(max_steps)
+    check_max_new_tokens(max_steps)
     _check_alpha(length_penalty_alpha)
+    sampler = Sampler(beam_config(config), constraint, vocab_size)
     if max_steps == 0:
         return [Hypothesis((), (), 0.0, end_reason)]
-    finished: list[Hypothesis] = []
-    states = [constraint.start()] if constraint is not None else None
-    parents = tokens = None
-    live_ids = live_lps = live_raw = None
+    beam = _Beam(sampler, beam_width, length_penalty_alpha, is_stop, history)
+    chosen = (None, None)
     for t in range(max_steps):
-        logp = step(parents, tokens).double()                    # (n, V)
-        if live_ids is None:                                      # the prompt's distribution
-            n = logp.shape[0]
-            live_ids = torch.zeros(n, 0, dtype=torch.long, device=logp.device)
-            live_lps = torch.zeros(n, 0, dtype=torch.float64, device=logp.device)
-            live_raw = torch.zeros(n, dtype=torch.float64, device=logp.device)
-        if constraint is not None:
-            allowed = torch.stack([constraint.allowed(s) for s in states])   # (n, V) bool
-            logp = constrained.mask_logits(logp, allowed)
-        raw = live_raw[:, None] + logp                           # (n, V) log p(prefix + token)
-        penalised = raw / length_penalty(t + 1, length_penalty_alpha)
-        kept_finished = torch.tensor([h.score for h in finished], dtype=torch.float64,
-                                     device=logp.device)
-        candidates = torch.cat([penalised.flatten(), kept_finished])
-        order = torch.sort(candidates, descending=True, stable=True).indices[:beam_width]
-        order = order[torch.isfinite(candidates[order])].tolist()
-        n_live = penalised.numel()
-        new_finished, keep_parents, keep_tokens, keep_states = [], [], [], []
-        for i in order:
-            if i >= n_live:                                       # a finished one keeps its slot
-                new_finished.append(finished[i - n_live])
-                continue
-            parent, token = divmod(i, vocab_size)
-            state = constraint.advance(states[parent], token) if constraint is not None else None
-            reason = None
-            if constraint is not None and constraint.is_accepting(state) \
-                    and not constraint.can_continue(state):
-                reason = "constraint"
-            ids = live_ids[parent].tolist() + [token]
-            if reason is None and is_stop is not None and is_stop(ids):
-                reason = "stop_sequence"
-            if reason is not None:
-                lps = live_lps[parent].tolist() + [float(logp[parent, token])]
-                new_finished.append(Hypothesis(tuple(ids), tuple(lps), float(penalised[parent, token]), reason))
-            else:
-                keep_parents.append(parent)
-                keep_tokens.append(token)
-                keep_states.append(state)
-        finished = new_finished
-        if not keep_parents:
-            live_ids = live_ids[:0]
+        chosen = beam.advance(step(*chosen), t + 1)
+        if chosen is None:
             break
-        parents = torch.tensor(keep_parents, device=logp.device)
-        tokens = torch.tensor(keep_tokens, device=logp.device)
-        live_ids = torch.cat([live_ids[parents], tokens[:, None]], dim=1)
-        live_lps = torch.cat([live_lps[parents], logp[parents, tokens][:, None]], dim=1)
-        live_raw = raw[parents, tokens]
-        states = keep_states
-    alpha_lp = length_penalty(live_ids.shape[1], length_penalty_alpha)
-    for ids, lps, raw_score in zip(live_ids.tolist(), live_lps.tolist(), live_raw.tolist()):
-        finished.append(Hypothesis(tuple(ids), tuple(lps), raw_score / alpha_lp, end_reason))
-    return sorted(finished, key=lambda h: -h.score)  # sorted() is stable: ties keep beam order
+    return beam.result(end_reason)
+
+
+class PrefixStep:
+    """A step function for ``beam_core`` from any ``prefixes (N, t) -> logits (N, V)``
+    function (log-probabilities are logits too), e.g. a toy next-probability table; it
+    keeps the prefixes itself."""
+
+    def __init__(self, next_logprobs: NextLogProbs, device=None):
+        self.next_logprobs, self.device = next_logprobs, device
+        self.prefixes = None
+
+    def __call__(self, parents, tokens):
+        if parents is None:
+            self.prefixes = torch.zeros(1, 0, dtype=torch.long, device=self.device)
+        else:
+            self.prefixes = torch.cat([self.prefixes[parents],
+                                       tokens[:, None].to(self.prefixes.device)], dim=1)
+        return self.next_logprobs(self.prefixes)
 
 
 def prefix_step(next_logprobs: NextLogProbs, device=None) -> Step:
-    """A step function for ``beam_core`` from any ``prefixes (N, t) -> log-probs (N, V)``
-    function, e.g. a toy next-probability table; it keeps the prefixes itself."""
-    prefixes = None
-
-    def step(parents, tokens):
-        nonlocal prefixes
-        if parents is None:
-            prefixes = torch.zeros(1, 0, dtype=torch.long, device=device)
-        else:
-            prefixes = torch.cat([prefixes[parents], tokens[:, None].to(prefixes.device)], dim=1)
-        return next_logprobs(prefixes)
-
-    return step
+    """``PrefixStep(next_logprobs, device)``: a step function over a prefixes function."""
+    return PrefixStep(next_logprobs, device)
 
 
 def table_logprobs(table: dict[tuple[int, ...], Sequence[float]], vocab_size: int) -> NextLogProbs:
@@ -304,7 +375,7 @@ class CachedStep:
         self.model, self.prompt_ids = model, prompt_ids
         self.device = model_device(model)
         self.slot = len(prompt_ids)                               # where the next token goes
-        model.setup_cache(1, len(prompt_ids) + max_new_tokens)
+        self.cache = model.cache(1, len(prompt_ids) + max_new_tokens)
 
     @torch.no_grad()
     def __call__(self, parents, tokens):
@@ -312,68 +383,53 @@ class CachedStep:
             idx = torch.tensor([self.prompt_ids], device=self.device)
             logits = prefill(self.model, idx, torch.arange(idx.shape[1], device=self.device))
         else:
-            n_rows = self.model.pad.shape[0]
+            n_rows = self.cache.batch
             if parents.numel() != n_rows or not torch.equal(
                     parents, torch.arange(n_rows, device=parents.device)):
-                self.model.reorder_cache(parents)                 # row i <- old row parents[i]
+                self.cache.reorder(parents)                       # row i <- old row parents[i]
             pos = torch.tensor([self.slot], device=self.device)
             logits = decode_one_token(self.model, tokens[:, None], pos)
             self.slot += 1
-        return torch.log_softmax(logits.float(), dim=-1)          # (n, V)
+        return logits.float()                                     # (n, V)
 
     def close(self) -> None:
-        self.model.clear_cache()
+        self.cache.close()
 
 
-def naive_logprobs(model, prompt_ids: list[int]) -> NextLogProbs:
-    """Next-token log-probabilities with one full forward pass per prefix, no cache: the
-    way the source text's beam search calls the model."""
-    device = model_device(model)
-    prompt = torch.tensor(prompt_ids, device=device)
+def naive_logits(model, prompt_ids: list[int]) -> NextLogProbs:
+    """Next-token logits with one full forward pass per prefix, no cache: the way the
+    source text's beam search calls the model."""
 
     @torch.no_grad()
+    def next_logits(prefixes: torch.Tensor) -> torch.Tensor:
+        rows = [next_token_logits(model, [prompt_ids + p])[0] for p in prefixes.tolist()]
+        return torch.stack(rows).float()
+
+    return next_logits
+
+
+def cached_prefix_logprobs(model, prompt_ids: list[int], chunk: int = 128) -> NextLogProbs:
+    """Batched next-token log-probabilities for many prefixes after one shared prompt.
+
+    For each chunk of prefixes the prompt runs once on the KV cache, its row is copied to
+    every prefix and only the prefixes are run (``scoring.teacher_forced_logits``).
+    """
+    @torch.no_grad()
     def next_logprobs(prefixes: torch.Tensor) -> torch.Tensor:
-        rows = [model(torch.cat([prompt, p.to(device)])[None])[0, -1] for p in prefixes]
-        return torch.log_softmax(torch.stack(rows).float(), dim=-1)
+        out = []
+        for s in range(0, prefixes.shape[0], chunk):
+            part = prefixes[s : s + chunk].tolist()
+            # the distribution after prompt + p is the one of a placeholder appended to p
+            logits = teacher_forced_logits(model, [prompt_ids] * len(part),
+                                           [p + [0] for p in part], use_cache=True)[:, -1]
+            out.append(torch.log_softmax(logits.float(), dim=-1))
+        return torch.cat(out)
 
     return next_logprobs
 
 
-def cached_prefix_logprobs(model, prompt_ids: list[int], horizon: int,
-                           chunk: int = 128) -> tuple[NextLogProbs, Callable[[], None]]:
-    """Batched next-token log-probabilities for many prefixes after one shared prompt.
-
-    The prompt is prefilled once; for each chunk of prefixes its cache row is copied
-    (``reorder_cache`` with every row pointing at row 0) and only the prefixes are run.
-    Returns (function, close) where close() frees the cache.
-    """
-    device = model_device(model)
-    n = len(prompt_ids)
-    model.setup_cache(1, n + horizon)
-    with torch.no_grad():
-        first = torch.log_softmax(prefill(model, torch.tensor([prompt_ids], device=device),
-                                          torch.arange(n, device=device)).float(), dim=-1)
-
-    @torch.no_grad()
-    def next_logprobs(prefixes: torch.Tensor) -> torch.Tensor:
-        N, d = prefixes.shape
-        if d == 0:
-            return first.expand(N, -1)
-        out = []
-        for s in range(0, N, chunk):
-            part = prefixes[s : s + chunk].to(device)
-            # slots < n of row 0 always hold the prompt; later slots are rewritten below
-            model.reorder_cache(torch.zeros(part.shape[0], dtype=torch.long, device=device))
-            logits = model(part, torch.arange(n, n + d, device=device))[:, -1]
-            out.append(torch.log_softmax(logits.float(), dim=-1))
-        return torch.cat(out)
-
-    return next_logprobs, model.clear_cache
-
-
 # --- the model-facing functions ---------------------------------------------------------
-def _stop_test(tok, stop) -> Callable[[list[int]], bool] | None:
-    stops = _check_stop(tok, stop)
+def _stop_test(tok, stops: tuple[str, ...]) -> Callable[[list[int]], bool] | None:
     if not stops:
         return None
     longest = max(len(s) for s in stops)
@@ -385,62 +441,81 @@ def _to_generation(prompt: str, tok, h: Hypothesis) -> BeamGeneration:
                           None, h.score)
 
 
-def _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty_alpha, stop,
-            return_all, constraint, naive):
-    ids = _check_prompt(tok, prompt, model)
-    _check_max_new_tokens(max_new_tokens)
+def _search_one(model, tok, prompt: str, ids: list[int], max_new_tokens: int, beam_width: int,
+                alpha: float, cfg: DecodingConfig, constraint, naive: bool) -> list[BeamGeneration]:
+    """Every final beam for one prompt, best first."""
     V = model.config.vocab_size
-    _check_beam_width(beam_width, V)
-    _check_alpha(length_penalty_alpha)
-    is_stop = _stop_test(tok, stop)
-    if constraint is not None:
-        constrained.check_constraint(constraint, V)
     budget = min(max_new_tokens, model.config.block_size - len(ids))
     end_reason = "max_tokens" if budget == max_new_tokens else "context_window"
     if naive:
-        step, close = prefix_step(naive_logprobs(model, ids), model_device(model)), None
+        step, close = prefix_step(naive_logits(model, ids), model_device(model)), None
     else:
         step = CachedStep(model, ids, budget)
         close = step.close
     try:
-        hyps = beam_core(step, V, budget, beam_width, length_penalty_alpha, is_stop=is_stop,
-                         constraint=constraint, end_reason=end_reason)
+        hyps = beam_core(step, V, budget, beam_width, alpha, is_stop=_stop_test(tok, cfg.stop),
+                         constraint=constraint, end_reason=end_reason, config=cfg, history=ids)
     finally:
         if close is not None:
             close()
     if not hyps:
-        raise constrained.ConstraintError(
+        raise ConstraintError(
             f"every beam reached a state where the constraint {constraint!r:.80} allows no next "
             "character: no continuation can satisfy it")
-    gens = [_to_generation(prompt, tok, h) for h in hyps]
-    return gens if return_all else gens[0]
+    return [_to_generation(prompt, tok, h) for h in hyps]
+
+
+def _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty_alpha, *,
+            return_all, constraint, naive, config, settings):
+    cfg = beam_config(config, **settings)
+    encoded = encode_prompts(tok, prompt, model.config.block_size)
+    check_max_new_tokens(max_new_tokens)
+    _check_beam_width(beam_width, model.config.vocab_size)
+    _check_alpha(length_penalty_alpha)
+    cfg.check_stop_characters(tok)
+    Sampler(cfg, constraint, model.config.vocab_size)  # checks the constraint
+    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    out = []
+    for p, ids in zip(prompts, encoded):
+        gens = _search_one(model, tok, p, ids, max_new_tokens, beam_width, length_penalty_alpha,
+                           cfg, constraint, naive)
+        out.append(gens if return_all else gens[0])
+    return out[0] if isinstance(prompt, str) else out
 
 
 @torch.no_grad()
-def beam_search(model, tok, prompt: str, max_new_tokens: int, beam_width: int,
-                length_penalty: float = 0.0, *, stop: str | list[str] | None = None,
-                return_all: bool = False, constraint=None) -> BeamGeneration | list[BeamGeneration]:
+def beam_search(model, tok, prompt: str | list[str], max_new_tokens: int, beam_width: int,
+                length_penalty: float = 0.0, *, constraint=None, return_all: bool = False,
+                config: DecodingConfig | None = None, **settings) -> BeamGeneration | list:
     """Beam search (the beams are one batch on the KV cache) for a probable continuation.
 
     Keeps the ``beam_width`` best partial continuations of ``prompt`` by summed
     log-probability over the GNMT length penalty ``((5+|y|)/6)**length_penalty``
-    (Wu et al. 2016). A continuation ends at ``max_new_tokens``, at the end of a ``stop``
-    sequence (kept in the text), when a ``constraint`` accepts and cannot continue, or at
-    the context window. Returns the best as a ``BeamGeneration`` (``.score``,
-    ``.logprobs``), or with ``return_all=True`` every final beam, best first.
+    (Wu et al. 2016). Decoding settings, as ``config=`` or keywords (``beam_config``):
+    ``stop`` and the penalties (``repetition_penalty``, ``frequency_penalty``,
+    ``presence_penalty``), applied by ``shakespeare_lm.sampler`` as in ``generate``, so
+    width 1 is ``generate(..., temperature=0)`` with the same penalties. A continuation ends
+    at ``max_new_tokens``, at the end of a ``stop`` sequence (kept in the text), when a
+    ``constraint`` accepts and cannot continue (its mask applied by the sampler), or at the
+    context window. Returns the best as a ``BeamGeneration`` (``.score``, ``.logprobs``:
+    the model's), or with ``return_all=True`` every final beam, best first; a list of
+    prompts is searched one after another and gives a list.
     """
-    return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty, stop,
-                   return_all, constraint, naive=False)
+    return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty,
+                   return_all=return_all, constraint=constraint, naive=False, config=config,
+                   settings=settings)
 
 
 @torch.no_grad()
-def naive_beam_search(model, tok, prompt: str, max_new_tokens: int, beam_width: int,
-                      length_penalty: float = 0.0, *, stop=None, return_all: bool = False,
-                      constraint=None):
+def naive_beam_search(model, tok, prompt: str | list[str], max_new_tokens: int,
+                      beam_width: int, length_penalty: float = 0.0, *, constraint=None,
+                      return_all: bool = False, config: DecodingConfig | None = None,
+                      **settings):
     """``beam_search`` with k separate full forward passes per step and no cache, as in
     the source text's code: the same search, for the speed comparison."""
-    return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty, stop,
-                   return_all, constraint, naive=True)
+    return _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty,
+                   return_all=return_all, constraint=constraint, naive=True, config=config,
+                   settings=settings)
 
 
 @torch.no_grad()
@@ -459,12 +534,8 @@ def exact_search(model, tok, prompt: str, horizon: int, *, lower_bound: float | 
                          f"{model.config.block_size} less the prompt's {len(ids)} characters)")
     if lower_bound is None:
         lower_bound = beam_search(model, tok, prompt, horizon, beam_width).logprob
-    next_logprobs, close = cached_prefix_logprobs(model, ids, horizon, chunk)
-    try:
-        best, sizes = exact_core(next_logprobs, horizon, lower_bound, max_frontier,
-                                 device=model_device(model))
-    finally:
-        close()
+    best, sizes = exact_core(cached_prefix_logprobs(model, ids, chunk), horizon, lower_bound,
+                             max_frontier, device=model_device(model))
     return ExactResult(_to_generation(prompt, tok, best), sizes)
 
 

@@ -15,7 +15,9 @@ import sys
 import torch
 
 from . import roofline
+from .beam import bench_beam_vs_naive
 from .generate import generate
+from .speculative import bench_speculative
 from .timing import benchmark, model_device
 from .weights import load_pretrained
 
@@ -74,14 +76,67 @@ def prefill_throughput(model, tok, batch: int = 64) -> dict:
     idx = torch.tensor([tok.encode(p) for p in prompts], device=device)
 
     def run():
-        model.setup_cache(batch, L)
-        try:
+        with model.cache(batch, L):
             prefill(model, idx, torch.arange(L, device=device))
-        finally:
-            model.clear_cache()
 
     seconds = benchmark(run, device, warmup=1, repeats=3)
     return {"batch": batch, "prompt_len": L, "tokens_per_s": batch * L / seconds}
+
+
+# --- what each section prints ------------------------------------------------------------
+def kv_text(kv: dict) -> str:
+    return (f"\n1. KV cache vs recomputing the context, {kv['chars']} generated characters (greedy):\n"
+            f"   cache {kv['cache_ms_per_char']:.2f} ms/char, recompute {kv['recompute_ms_per_char']:.2f} "
+            f"ms/char -> cache is {kv['ratio']:.1f}x faster (identical text)")
+
+
+def throughput_text(thr: dict) -> str:
+    base = thr[1]["tokens_per_s"]
+    lines = ["\n2. decode throughput (128 new tokens after 64-character prompts, sampling):"]
+    lines += [f"   batch {b:3d}: {r['tokens_per_s']:9.0f} tokens/s ({r['ms_per_step']:.2f} ms/step), "
+              f"{r['tokens_per_s'] / base:5.1f}x batch 1" for b, r in thr.items()]
+    return "\n".join(lines)
+
+
+def roofline_text(rf: dict) -> str:
+    flops, peak = rf["achieved_flops"], rf["matmul_peak_flops"]
+    return (f"\n3. achieved FLOP/s at batch {rf['best_batch']}: {flops / 1e9:.2f} GFLOP/s = "
+            f"{flops / peak:.1%} of this machine's measured matmul peak ({peak / 1e9:.1f} GFLOP/s; "
+            f"measured bandwidth {rf['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s)")
+
+
+def prefill_text(pf: dict, decode_tokens_per_s: float) -> str:
+    return (f"\n4. prefill: {pf['tokens_per_s']:,.0f} prompt tokens/s (batch {pf['batch']} x "
+            f"{pf['prompt_len']} characters), {pf['tokens_per_s'] / decode_tokens_per_s:.0f}x "
+            "batch-1 decode")
+
+
+def beam_text(bm: dict) -> str:
+    return (f"\n5. beam search k={bm['beam_width']} over {bm['new_tokens']} characters: batched on the "
+            f"KV cache {bm['cached_s']:.2f} s, naive (k full forward passes per step) "
+            f"{bm['naive_s']:.2f} s -> {bm['speedup']:.1f}x faster (same text: {bm['same_text']})")
+
+
+def speculative_text(sp: dict) -> str:
+    lines = [f"\n6. speculative decoding at batch 1, {sp['new_tokens']} characters at "
+             f"T={sp['temperature']}; plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} tokens/s",
+             "   draft          gamma  accept  chars/pass (predicted)  cost ratio  speedup"]
+    lines += [f"   {r['draft']:14s} {r['gamma']:5d}  {r['acceptance_rate']:6.3f}  "
+              f"{r['tokens_per_pass']:10.2f} ({r['predicted_tokens_per_pass']:.2f})  "
+              f"{r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x" for r in sp["rows"]]
+    b = sp["best"]
+    lines.append(f"   best: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x over plain decoding")
+    return "\n".join(lines)
+
+
+def roofline_section(model, device: str, thr: dict) -> dict:
+    """Achieved FLOP/s at the best batch against this machine's measured matmul peak."""
+    best_b = max(thr, key=lambda b: thr[b]["tokens_per_s"])
+    peak = roofline.measure_matmul_flops(device)
+    bandwidth = roofline.measure_bandwidth(device)
+    flops = achieved_flops(model, best_b, thr[best_b]["tokens_per_s"], context=64 + 64)
+    return {"matmul_peak_flops": peak, "bandwidth_bytes_per_s": bandwidth,
+            "best_batch": best_b, "achieved_flops": flops, "fraction_of_peak": flops / peak}
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -97,64 +152,20 @@ def main(argv: list[str] | None = None) -> dict:
         results["gpu"] = torch.cuda.get_device_name()
     print(f"shakespeare_lm bench on {args.device} ({results['machine']}, torch {torch.__version__}, "
           f"{results['threads']} threads), model of {model.num_params():,} parameters")
-
-    kv = kv_cache_vs_recompute(model, tok)
-    results["kv_cache_vs_recompute"] = kv
-    print(f"\n1. KV cache vs recomputing the context, {kv['chars']} generated characters (greedy):\n"
-          f"   cache {kv['cache_ms_per_char']:.2f} ms/char, recompute {kv['recompute_ms_per_char']:.2f} "
-          f"ms/char -> cache is {kv['ratio']:.1f}x faster (identical text)")
-
-    thr = batch_throughput(model, tok)
-    results["batch_throughput"] = thr
-    base = thr[1]["tokens_per_s"]
-    print("\n2. decode throughput (128 new tokens after 64-character prompts, sampling):")
-    for b, r in thr.items():
-        print(f"   batch {b:3d}: {r['tokens_per_s']:9.0f} tokens/s ({r['ms_per_step']:.2f} ms/step), "
-              f"{r['tokens_per_s'] / base:5.1f}x batch 1")
-
-    best_b = max(thr, key=lambda b: thr[b]["tokens_per_s"])
-    peak = roofline.measure_matmul_flops(args.device)
-    bandwidth = roofline.measure_bandwidth(args.device)
-    flops = achieved_flops(model, best_b, thr[best_b]["tokens_per_s"], context=64 + 64)
-    results["roofline"] = {"matmul_peak_flops": peak, "bandwidth_bytes_per_s": bandwidth,
-                           "best_batch": best_b, "achieved_flops": flops,
-                           "fraction_of_peak": flops / peak}
-    print(f"\n3. achieved FLOP/s at batch {best_b}: {flops / 1e9:.2f} GFLOP/s = "
-          f"{flops / peak:.1%} of this machine's measured matmul peak ({peak / 1e9:.1f} GFLOP/s; "
-          f"measured bandwidth {bandwidth / 1e9:.1f} GB/s)")
-
-    pf = prefill_throughput(model, tok)
-    results["prefill"] = pf
-    print(f"\n4. prefill: {pf['tokens_per_s']:,.0f} prompt tokens/s (batch {pf['batch']} x "
-          f"{pf['prompt_len']} characters), {pf['tokens_per_s'] / base:.0f}x batch-1 decode")
-
+    results["kv_cache_vs_recompute"] = kv = kv_cache_vs_recompute(model, tok)
+    print(kv_text(kv))
+    results["batch_throughput"] = thr = batch_throughput(model, tok)
+    print(throughput_text(thr))
+    results["roofline"] = roofline_section(model, args.device, thr)
+    print(roofline_text(results["roofline"]))
+    results["prefill"] = pf = prefill_throughput(model, tok)
+    print(prefill_text(pf, thr[1]["tokens_per_s"]))
     if not args.quick:
-        try:
-            from .beam import bench_beam_vs_naive
-        except ImportError as e:
-            print(f"\n5. beam search: not available ({e})")
-        else:
-            bm = bench_beam_vs_naive(model, tok)
-            results["beam_vs_naive"] = bm
-            print(f"\n5. beam search k={bm['beam_width']} over {bm['new_tokens']} characters: batched on the "
-                  f"KV cache {bm['cached_s']:.2f} s, naive (k full forward passes per step) "
-                  f"{bm['naive_s']:.2f} s -> {bm['speedup']:.1f}x faster (same text: {bm['same_text']})")
-        try:
-            from .speculative import bench_speculative
-        except ImportError as e:
-            print(f"\n6. speculative decoding: not available ({e})")
-        else:
-            draft, _ = load_pretrained("draft", device=args.device)
-            sp = bench_speculative(model, draft, tok)
-            results["speculative"] = sp
-            print(f"\n6. speculative decoding at batch 1, {sp['new_tokens']} characters at T={sp['temperature']}; "
-                  f"plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} tokens/s")
-            print("   draft          gamma  accept  chars/pass (predicted)  cost ratio  speedup")
-            for r in sp["rows"]:
-                print(f"   {r['draft']:14s} {r['gamma']:5d}  {r['acceptance_rate']:6.3f}  {r['tokens_per_pass']:10.2f} "
-                      f"({r['predicted_tokens_per_pass']:.2f})  {r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x")
-            b = sp["best"]
-            print(f"   best: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x over plain decoding")
+        results["beam_vs_naive"] = bm = bench_beam_vs_naive(model, tok)
+        print(beam_text(bm))
+        draft, _ = load_pretrained("draft", device=args.device)
+        results["speculative"] = sp = bench_speculative(model, draft, tok)
+        print(speculative_text(sp))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2, default=float)

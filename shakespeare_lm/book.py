@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 from .outputs import compare_notebook, pinned_numerics, unpinned
+from .paths import NOTEBOOKS_DIR as NOTEBOOKS
+from .paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = ROOT / "notebooks"
 NODE_MODULES = ROOT / "node_modules"
 VENDOR = ROOT / "book" / "_vendor"
 _FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}

@@ -29,6 +29,8 @@ import importlib.util
 import re
 from pathlib import Path
 
+from .paths import DATA_DIR, HELDOUT_FILE, TRAIN_FILE
+
 ALPHABET = "\n !&',-.:;?" + "ABCDEFGHIJKLMNOPQRSTUVWXYZ" + "abcdefghijklmnopqrstuvwxyz"
 
 # Whole plays held out for evaluation (about 10% of all characters). The Taming of the
@@ -41,9 +43,6 @@ HELDOUT_PLAYS = (
     "the-comedy-of-errors",
 )
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-TRAIN_FILE = DATA_DIR / "shakespeare_train.txt"
-HELDOUT_FILE = DATA_DIR / "shakespeare_heldout.txt"
 
 _SPEAKER = re.compile(r"^\*\*(?P<name>[^*]+)\*\*\s*$")
 _INLINE_DIRECTION = re.compile(r"_*\\?\[[^\]]*\]_*")  # e.g. __\[Awaking]_ or [Aside]

@@ -43,13 +43,13 @@ from tqdm import tqdm
 
 from . import metrics
 from .beam import beam_search
+from .context_window import window_end, window_start
 from .contrastive import contrastive_search
 from .generate import generate
 from .model import ModelConfig, Transformer
+from .paths import CACHE_DIR
 from .tokenizer import CharTokenizer
 
-# SLM_CACHE_DIR moves the cache (the cross-environment output check uses an empty one)
-CACHE_DIR = Path(os.environ.get("SLM_CACHE_DIR") or Path(__file__).resolve().parent.parent / "cache")
 FORMAT_VERSION = 1        # bump when the generation procedure changes: old caches are ignored
 N_PROMPTS = 24
 PROMPT_CHARS = 128
@@ -130,7 +130,7 @@ DEFAULT_SETTINGS: tuple[Setting, ...] = (
     _s("beam", 4, beam_width=4),
     # the CTRL penalty on greedy decoding, as Keskar et al. (2019) used it
     *(_s("repetition penalty", r, temperature=0, repetition_penalty=r) for r in (1.2, 1.5)),
-    *(_s("contrastive", a, top_k=5, alpha=a) for a in (0.3, 0.6)),
+    *(_s("contrastive", a, num_candidates=5, alpha=a) for a in (0.3, 0.6)),
 )
 
 
@@ -141,13 +141,13 @@ SegmentDecoder = Callable[[list[str], int, int], list[tuple[str, list[float]]]]
 def generate_long(decode: SegmentDecoder, prompts: Sequence[str], max_new_tokens: int,
                   block_size: int) -> list[tuple[str, list[float]]]:
     """Continue each prompt by ``max_new_tokens`` characters with a decoder whose context
-    is ``block_size``, restarting at the windows of ``metrics.window_start``.
+    is ``block_size``, restarting at the windows of ``shakespeare_lm.context_window`` (the
+    policy ``generate(..., context_overflow="slide")`` also follows).
 
     ``decode(contexts, n, segment)`` continues every context by at least n characters
     (rows may stop at the context window) and returns (text, logprobs) per row. Returns
     (continuation, logprobs) per prompt.
     """
-    h = block_size // 2
     texts, new = list(prompts), [("", []) for _ in prompts]
     segment = 0
     while True:
@@ -157,8 +157,8 @@ def generate_long(decode: SegmentDecoder, prompts: Sequence[str], max_new_tokens
             if left > 0:
                 L = len(t)
                 rows.append(r)
-                contexts.append(t[metrics.window_start(L, block_size) :])
-                budgets.append(min(left, max(2, L // h + 1) * h - L))  # up to the next restart
+                contexts.append(t[window_start(L, block_size) :])
+                budgets.append(min(left, window_end(L, block_size) - L))  # up to the next restart
         if not rows:
             return new
         outs = decode(contexts, max(budgets), segment)
@@ -341,6 +341,33 @@ def _worker_setting(task):
     return _generate_setting(_WORKER["model"], _WORKER["tok"], *task)
 
 
+def _generate_all(model, tok, settings, contexts, new_chars: int, seed: int, workers: int,
+                  progress: bool) -> dict:
+    """{label: (texts, log-probs)} of every setting, in this process or in ``workers``
+    spawned ones (one torch thread each)."""
+    # the slowest settings first, so that the workers finish together
+    order = sorted(settings, key=lambda s: s.family not in ("beam", "contrastive"))
+    tasks = [(s, contexts, new_chars, seed) for s in order]
+    bar = tqdm(total=len(tasks), desc="settings", unit="setting", disable=not progress)
+    done = {}
+    if workers == 1 or len(tasks) < 2:
+        with _one_thread():
+            for task in tasks:
+                label, texts, lps = _generate_setting(model, tok, *task)
+                done[label] = (texts, lps)
+                bar.update()
+    else:
+        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(min(workers, len(tasks)), _init_worker,
+                      (model.config.to_dict(), state, tok.chars)) as pool:
+            for label, texts, lps in pool.imap_unordered(_worker_setting, tasks):
+                done[label] = (texts, lps)
+                bar.update()
+    bar.close()
+    return done
+
+
 def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
                    prompts: Sequence[HeldoutPrompt] | None = None, new_chars: int = NEW_CHARS,
                    seed: int = SEED, *, cache_dir: Path | str | None = CACHE_DIR,
@@ -372,26 +399,7 @@ def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
 
     t0 = time.perf_counter()
     contexts = [p.prompt for p in prompts]
-    # the slowest settings first, so that the workers finish together
-    order = sorted(settings, key=lambda s: s.family not in ("beam", "contrastive"))
-    tasks = [(s, contexts, new_chars, seed) for s in order]
-    bar = tqdm(total=len(tasks), desc="settings", unit="setting", disable=not progress)
-    done = {}
-    if workers == 1 or len(tasks) < 2:
-        with _one_thread():
-            for task in tasks:
-                label, texts, lps = _generate_setting(model, tok, *task)
-                done[label] = (texts, lps)
-                bar.update()
-    else:
-        state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-        ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(workers, len(tasks)), _init_worker,
-                      (model.config.to_dict(), state, tok.chars)) as pool:
-            for label, texts, lps in pool.imap_unordered(_worker_setting, tasks):
-                done[label] = (texts, lps)
-                bar.update()
-    bar.close()
+    done = _generate_all(model, tok, settings, contexts, new_chars, seed, workers, progress)
     texts = {label: done[label][0] for label in labels}
     lps = {label: done[label][1] for label in labels}
     refs = [p.reference[:new_chars] for p in prompts]

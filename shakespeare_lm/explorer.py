@@ -22,6 +22,8 @@ import torch
 from . import rules
 from .figures import Slider, SliderFigure, static_js
 from .generate import generate
+from .sampler import DecodingConfig, Sampler
+from .scoring import next_token_logits
 
 # The running example of the book (The Taming of the Shrew, held out from training).
 SPEECH = ("KATHARINA:\nMoved! in good time: let him that moved you hither\n"
@@ -53,8 +55,7 @@ def next_logits(model, tok, text: str) -> torch.Tensor:
     if not text:
         raise ValueError("text is empty: the model needs at least one character of context")
     ids = tok.encode(text)[-model.config.block_size:]
-    device = next(model.parameters()).device
-    return model(torch.tensor([ids], device=device))[0, -1].double().cpu()
+    return next_token_logits(model, [ids])[0].double().cpu()
 
 
 def _settings(config: dict) -> dict:
@@ -66,13 +67,9 @@ def _settings(config: dict) -> dict:
 
 def surviving(logits: torch.Tensor, **config) -> torch.Tensor:
     """The distribution a token is drawn from, (..., V) logits -> (..., V) probabilities:
-    softmax of ``rules.compose`` under the settings, or, at temperature 0, all the mass on
-    the greedy token (as ``slm.generate`` does). Settings left out are off."""
-    settings = _settings(config)
-    if settings["temperature"] == 0:
-        rules.validate(**settings)
-        return torch.nn.functional.one_hot(rules.greedy(logits), logits.shape[-1]).to(logits.dtype)
-    return torch.softmax(rules.compose(logits, **settings), dim=-1)
+    the ``shakespeare_lm.sampler`` distribution that ``slm.generate`` draws from (at
+    temperature 0 all the mass on the greedy token). Settings left out are off."""
+    return Sampler(DecodingConfig(**_settings(config))).probs(logits)
 
 
 def summarize(logits: torch.Tensor, tok, **config) -> dict:
@@ -167,91 +164,108 @@ def generation_kwargs(config: dict) -> dict:
     return out
 
 
+def _error_html(e: Exception) -> str:
+    return f"<span style='color:#b00'>{html.escape(str(e))}</span>"
+
+
+class LiveExplorer:
+    """The widgets of ``live_explorer`` and their callbacks, bound to one model."""
+
+    def __init__(self, model, tok, context: str, seed: int, line_chars: int):
+        import ipywidgets as w
+
+        self.model, self.tok, self.seed, self.line_chars = model, tok, seed, line_chars
+        self.V = len(tok.chars)
+        self.logits_cache: dict[str, torch.Tensor] = {}
+        self.text = w.Textarea(value=context, description="context", rows=4,
+                               style={"description_width": "8em"}, layout=w.Layout(width="56em"))
+        self.sliders = self._make_sliders(w)
+        buttons = [w.Button(description="sample", icon="random"),
+                   w.Button(description="continue the line", layout=w.Layout(width="12em")),
+                   w.Button(description="reset settings")]
+        # the chart is a PNG in an Image widget: no captured output, so it renders the same in
+        # JupyterLab, under nbclient/nbval and (as a snapshot) on the static site
+        self.chart, self.status = w.Image(format="png", layout=w.Layout(width="66em")), w.HTML()
+        for s in self.sliders.values():
+            s.observe(self.redraw, names="value")
+        self.text.observe(self.redraw, names="value")
+        buttons[0].on_click(lambda _: self.extend(1, None))
+        buttons[1].on_click(lambda _: self.extend(self.line_chars, "\n"))
+        buttons[2].on_click(self.reset)
+        self.redraw()
+        names = list(self.sliders)
+        self.box = w.VBox([self.text,
+                           w.HBox([w.VBox([self.sliders[n] for n in names[:4]]),
+                                   w.VBox([self.sliders[n] for n in names[4:]])]),
+                           w.HBox(buttons), self.status, self.chart])
+
+    def _make_sliders(self, w) -> dict:
+        style, layout = {"description_width": "8em"}, w.Layout(width="28em")
+
+        def fslider(desc, value, lo, hi, step, fmt=".2f"):
+            return w.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc,
+                                 readout_format=fmt, continuous_update=False, style=style,
+                                 layout=layout)
+
+        return {
+            "temperature": fslider("temperature", 1.0, 0.0, 2.0, 0.05),
+            "top_k": w.IntSlider(value=self.V, min=1, max=self.V, description="top-k",
+                                 continuous_update=False, style=style, layout=layout),
+            "top_p": fslider("top-p", 1.0, 0.01, 1.0, 0.01),
+            "min_p": fslider("min-p", 0.0, 0.0, 1.0, 0.01),
+            "typical_p": fslider("typical mass", 1.0, 0.01, 1.0, 0.01),
+            "epsilon": fslider("epsilon", 0.0, 0.0, 0.1, 0.001, ".3f"),
+            "eta": fslider("eta", 0.0, 0.0, 0.1, 0.001, ".3f"),
+        }
+
+    def config(self) -> dict:
+        return {name: s.value for name, s in self.sliders.items()}
+
+    def logits_for(self, ctx: str) -> torch.Tensor:
+        if ctx not in self.logits_cache:  # keeps only the latest context
+            self.logits_cache = {ctx: next_logits(self.model, self.tok, ctx)}
+        return self.logits_cache[ctx]
+
+    def redraw(self, *_):
+        import matplotlib.pyplot as plt
+
+        try:
+            logits = self.logits_for(self.text.value)
+            summary = summarize(logits, self.tok, **self.config())
+        except ValueError as e:  # an unknown character, an empty box
+            self.status.value = _error_html(e)
+            return
+        fig, ax = plt.subplots(figsize=(11, 3.2))
+        plot_distribution(ax, logits, self.tok,
+                          title=f"next character after ...{self.text.value[-30:]!r}",
+                          **self.config())
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+        plt.close(fig)
+        self.chart.value = buffer.getvalue()
+        self.status.value = html.escape(
+            f"kept {summary['kept']} of {self.V} characters, entropy "
+            f"{summary['entropy_bits']:.2f} bits; top: {summary['top5']}")
+
+    def extend(self, n: int, stop):
+        prompt = self.text.value[-(self.model.config.block_size - n):]
+        try:
+            g = generate(self.model, self.tok, prompt, n, stop=stop, seed=self.seed,
+                         **generation_kwargs(self.config()))
+        except ValueError as e:
+            self.status.value = _error_html(e)
+            return
+        self.seed += 1
+        self.text.value += g.text  # triggers redraw for the new context
+
+    def reset(self, *_):
+        for name, s in self.sliders.items():
+            s.value = self.V if name == "top_k" else OFF[name]
+
+
 def live_explorer(model, tok, context: str = START_OF_WORD, seed: int = 0,
                   line_chars: int = 120):
     """An ipywidgets explorer bound to ``model``: a context box, a slider per rule, the
     next-character chart, and buttons that sample one character or continue the line with
     ``slm.generate`` under the current settings (seeds ``seed``, ``seed + 1``, ...)."""
-    import ipywidgets as w
-    import matplotlib.pyplot as plt
-    from IPython.display import display
-
-    V = len(tok.chars)
-    style, layout = {"description_width": "8em"}, w.Layout(width="28em")
-
-    def fslider(desc, value, lo, hi, step, fmt=".2f"):
-        return w.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc,
-                             readout_format=fmt, continuous_update=False, style=style, layout=layout)
-
-    text = w.Textarea(value=context, description="context", rows=4, style=style,
-                      layout=w.Layout(width="56em"))
-    sliders = {
-        "temperature": fslider("temperature", 1.0, 0.0, 2.0, 0.05),
-        "top_k": w.IntSlider(value=V, min=1, max=V, description="top-k", continuous_update=False,
-                             style=style, layout=layout),
-        "top_p": fslider("top-p", 1.0, 0.01, 1.0, 0.01),
-        "min_p": fslider("min-p", 0.0, 0.0, 1.0, 0.01),
-        "typical_p": fslider("typical mass", 1.0, 0.01, 1.0, 0.01),
-        "epsilon": fslider("epsilon", 0.0, 0.0, 0.1, 0.001, ".3f"),
-        "eta": fslider("eta", 0.0, 0.0, 0.1, 0.001, ".3f"),
-    }
-    sample_button = w.Button(description="sample", icon="random")
-    line_button = w.Button(description="continue the line", layout=w.Layout(width="12em"))
-    reset_button = w.Button(description="reset settings")
-    # the chart is a PNG in an Image widget: no captured output, so it renders the same in
-    # JupyterLab, under nbclient/nbval and (as a snapshot) on the static site
-    chart, status = w.Image(format="png", layout=w.Layout(width="66em")), w.HTML()
-    state = {"seed": seed, "cache": {}}
-
-    def config() -> dict:
-        return {name: s.value for name, s in sliders.items()}
-
-    def logits_for(ctx: str) -> torch.Tensor:
-        if ctx not in state["cache"]:
-            state["cache"] = {ctx: next_logits(model, tok, ctx)}
-        return state["cache"][ctx]
-
-    def redraw(*_):
-        try:
-            logits = logits_for(text.value)
-            summary = summarize(logits, tok, **config())
-        except ValueError as e:  # an unknown character, an empty box
-            status.value = f"<span style='color:#b00'>{html.escape(str(e))}</span>"
-            return
-        fig, ax = plt.subplots(figsize=(11, 3.2))
-        plot_distribution(ax, logits, tok, title=f"next character after ...{text.value[-30:]!r}",
-                          **config())
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
-        plt.close(fig)
-        chart.value = buffer.getvalue()
-        status.value = html.escape(f"kept {summary['kept']} of {V} characters, entropy "
-                                   f"{summary['entropy_bits']:.2f} bits; top: {summary['top5']}")
-
-    def extend(n: int, stop):
-        prompt = text.value[-(model.config.block_size - n):]
-        try:
-            g = generate(model, tok, prompt, n, stop=stop, seed=state["seed"],
-                         **generation_kwargs(config()))
-        except ValueError as e:
-            status.value = f"<span style='color:#b00'>{html.escape(str(e))}</span>"
-            return
-        state["seed"] += 1
-        text.value += g.text  # triggers redraw for the new context
-
-    def reset(*_):
-        for name, s in sliders.items():
-            s.value = V if name == "top_k" else OFF[name]
-
-    for s in sliders.values():
-        s.observe(redraw, names="value")
-    text.observe(redraw, names="value")
-    sample_button.on_click(lambda _: extend(1, None))
-    line_button.on_click(lambda _: extend(line_chars, "\n"))
-    reset_button.on_click(reset)
-    redraw()
-    names = list(sliders)
-    box = w.VBox([text,
-                  w.HBox([w.VBox([sliders[n] for n in names[:4]]), w.VBox([sliders[n] for n in names[4:]])]),
-                  w.HBox([sample_button, line_button, reset_button]), status, chart])
-    return box
+    return LiveExplorer(model, tok, context, seed, line_chars).box

@@ -9,17 +9,20 @@ attention and positions count from each row's first real character, so a row gen
 exactly what it would alone. Context window: the prompt plus the generated text never
 exceeds ``model.config.block_size`` characters. A longer prompt is an error; a generation
 that reaches the limit stops with ``stop_reason == "context_window"``, or, with
-``context_overflow="slide"``, keeps the last half of its window and goes on.
+``context_overflow="slide"``, goes on in the windows of ``shakespeare_lm.context_window``.
+How each token is chosen is ``shakespeare_lm.sampler``'s job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
 
-from . import constrained, rules
+from .checks import check_max_new_tokens, encode_prompts
+from .context_window import window_end, window_start
+from .sampler import FREE, DecodingConfig, Sampler
 from .timing import Stopwatch, model_device
 
 STOP_REASONS = ("max_tokens", "stop_sequence", "context_window", "constraint")
@@ -107,217 +110,199 @@ def decode_n_tokens(model, seq: torch.Tensor, start: int, n: int,
     return n
 
 
-# --- input checks -------------------------------------------------------------------
-def _check_prompts(tok, prompt) -> tuple[list[str], list[list[int]]]:
-    if isinstance(prompt, str):
-        prompts = [prompt]
-    elif isinstance(prompt, Sequence) and prompt and all(isinstance(p, str) for p in prompt):
-        prompts = list(prompt)
-    else:
-        raise TypeError(f"prompt must be a str or a non-empty list of str, got {prompt!r:.80}")
-    encoded = []
-    for i, p in enumerate(prompts):
-        where = "" if isinstance(prompt, str) else f" (prompt {i} of the batch)"
-        if not p:
-            raise ValueError(f"empty prompt{where}: a character model needs at least one "
-                             "character to condition on, e.g. a speaker line such as 'KATHARINA:\\n'")
-        try:
-            encoded.append(tok.encode(p))
-        except ValueError as e:
-            raise ValueError(f"{e}{where}") from None
-    return prompts, encoded
+# --- one call's rows ------------------------------------------------------------------
+@dataclass
+class _Row:
+    """One prompt's progress: its ids, what it generated and why it stopped."""
+
+    prompt_ids: list[int]
+    where: str                                   # " (prompt b of the batch)" or ""
+    ids: list[int] = field(default_factory=list)
+    logprobs: list[float] = field(default_factory=list)
+    text: str = ""
+    reason: str | None = None
+    state: object = FREE                         # the constraint's state (FREE: none)
+    context: list[int] = field(default_factory=list)  # what its context window holds
+    window_from: int = 0                         # len(ids) when this window began
+    budget: int = 0                              # tokens this window may add
 
 
-def _check_stop(tok, stop) -> list[str]:
-    stops = [] if stop is None else [stop] if isinstance(stop, str) else list(stop)
-    for s in stops:
-        if not isinstance(s, str) or not s:
-            raise ValueError(f"stop={stop!r} is invalid: every stop sequence must be a non-empty str")
-        tok.encode(s)  # a character the model cannot produce could never match: say so
-    return stops
+class _Batch:
+    """Every row of one ``generate`` call, and the choice of each step's tokens."""
+
+    def __init__(self, tok, encoded, max_new_tokens, sampler: Sampler, batched: bool):
+        self.tok, self.max_new_tokens, self.sampler = tok, max_new_tokens, sampler
+        self.stops = sampler.config.stop
+        self.max_stop = max((len(s) for s in self.stops), default=0)
+        c = sampler.constraint
+        self.rows = [_Row(list(e), f" (prompt {b} of the batch)" if batched else "",
+                          state=FREE if c is None else c.start()) for b, e in enumerate(encoded)]
+        for r in self.rows:
+            r.context = list(r.prompt_ids)
+            r.reason = None if max_new_tokens > 0 else "max_tokens"
+        self.seq = self.cache = self.generator = None
+
+    @property
+    def done(self) -> bool:
+        return all(r.reason is not None for r in self.rows)
+
+    def open_window(self, block: int, slide: bool) -> int:
+        """Set each row's context and budget for the next window; the steps it needs."""
+        for r in self.rows:
+            n = len(r.prompt_ids) + len(r.ids)                # the text's length so far
+            if r.reason is None:
+                end = window_end(n, block) if slide else block
+                if slide:
+                    r.context = (r.prompt_ids + r.ids)[window_start(n, block):]
+                r.budget = min(self.max_new_tokens - len(r.ids), end - n)
+                if r.budget == 0:                             # a full window, no room left
+                    r.reason = "context_window"
+            if r.reason is not None:
+                r.context, r.budget = r.context[-1:], 0       # a finished row holds a slot
+            r.window_from = len(r.ids)
+        return max(r.budget for r in self.rows)
+
+    def window_tensor(self, steps: int, device) -> tuple[torch.Tensor, torch.Tensor, int]:
+        """(seq (B, L + steps) left-padded with -1, padding (B,), L) for this window."""
+        L = max(len(r.context) for r in self.rows)
+        seq = torch.full((len(self.rows), L + steps), -1, dtype=torch.long, device=device)
+        for b, r in enumerate(self.rows):
+            seq[b, L - len(r.context) : L] = torch.tensor(r.context, device=device)
+        pad = torch.tensor([L - len(r.context) for r in self.rows], device=device)
+        return seq, pad, L
+
+    def choose(self, logits: torch.Tensor, slot: int) -> bool:
+        """Choose every row's token at ``slot`` (written into ``seq``); True when all are done."""
+        s = self.sampler
+        history = self.seq[:, :slot] if s.needs_history else None
+        allowed = None
+        if s.constraint is not None:  # finished rows are not masked: their tokens are discarded
+            allowed = s.allowed([FREE if r.reason else r.state for r in self.rows],
+                                [r.text for r in self.rows], [r.where for r in self.rows])
+        nxt = s.choose(s.shape(logits, history, allowed), self.generator)
+        logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
+        self.seq[:, slot] = nxt
+        for r, t, lp in zip(self.rows, nxt.tolist(), logp.tolist()):
+            if r.reason is None:
+                self._record(r, t, lp)
+        # A row that is done or whose window is full is parked: its padding grows so the
+        # token fed next stays inside the window. Its outputs are discarded.
+        self.cache.park(slot - (self.cache.model.config.block_size - 1))
+        return self.done
+
+    def _record(self, r: _Row, t: int, lp: float) -> None:
+        r.ids.append(t)
+        r.logprobs.append(lp)
+        r.text += self.tok.chars[t]
+        c = self.sampler.constraint
+        if c is not None:
+            r.state = c.advance(r.state, t)
+        tail = r.text[-self.max_stop:] if self.max_stop else ""
+        if self.stops and any(tail.endswith(s) for s in self.stops):
+            r.reason = "stop_sequence"
+        elif c is not None and c.is_accepting(r.state) and not c.can_continue(r.state):
+            r.reason = "constraint"
+        elif len(r.ids) == self.max_new_tokens:
+            r.reason = "max_tokens"
+        elif len(r.ids) - r.window_from == r.budget:
+            r.reason = "window_full"  # its window is full: stop or slide (close_window)
+
+    def close_window(self, slide: bool) -> None:
+        for r in self.rows:
+            if r.reason == "window_full":
+                r.reason = None if slide else "context_window"
 
 
-def _check_max_new_tokens(n) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"max_new_tokens={n!r} is invalid: it must be an integer >= 0")
+@dataclass
+class _Clock:
+    """The timings of one call, window by window."""
+
+    prefill_s: float = 0.0
+    ttft: float = 0.0
+    decode_s: float = 0.0
+    steps: int = 0
+
+    def add_window(self, prefill_s: float, first_s: float, decode_s: float, steps: int) -> None:
+        if self.steps == 0:   # the first window's prefill is the time to first token
+            self.prefill_s, self.ttft, self.decode_s = prefill_s, first_s, decode_s
+        else:                 # later windows' re-prefill is part of the cost of decoding
+            self.decode_s += first_s + decode_s
+        self.steps += steps
 
 
-def make_generator(seed: int | None, device) -> torch.Generator:
-    gen = torch.Generator(device=device)
-    if seed is None:
-        gen.seed()
-    else:
-        gen.manual_seed(int(seed))
-    return gen
+def _run_window(model, batch: _Batch, steps: int, use_cache: bool, clock: _Clock) -> None:
+    """Prefill one window's contexts and decode up to ``steps`` tokens per row on a cache."""
+    device = model_device(model)
+    seq, pad, L = batch.window_tensor(steps, device)
+    with model.cache(len(batch.rows), L + steps, pad) as cache:
+        batch.seq, batch.cache = seq, cache
+        with Stopwatch(device) as sw_first:
+            with Stopwatch(device) as sw_prefill:
+                logits = prefill(model, seq[:, :L].clamp(min=0), torch.arange(L, device=device))
+            done = batch.choose(logits, L)
+        taken, decode_s = 1, 0.0
+        if not done:
+            with Stopwatch(device) as sw_decode:
+                taken += decode_n_tokens(model, seq, L + 1, steps - 1, batch.choose, use_cache)
+            decode_s = sw_decode.seconds
+    clock.add_window(sw_prefill.seconds, sw_first.seconds, decode_s, taken)
 
 
 # --- generate -----------------------------------------------------------------------
 @torch.no_grad()
 def generate(model, tok, prompt: str | list[str], max_new_tokens: int, *,
-             temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None,
-             min_p: float | None = None, typical_p: float | None = None,
-             epsilon: float | None = None, eta: float | None = None,
-             repetition_penalty: float | None = None, frequency_penalty: float | None = None,
-             presence_penalty: float | None = None, stop: str | list[str] | None = None,
-             seed: int | None = None, use_cache: bool = True,
-             warmup: bool = False, constraint=None,
-             context_overflow: str = "stop") -> Generation | list[Generation]:
+             constraint=None, context_overflow: str = "stop", use_cache: bool = True,
+             warmup: bool = False, config: DecodingConfig | None = None,
+             **settings) -> Generation | list[Generation]:
     """Continue ``prompt`` (a str, or a list of str generated as one batch).
 
-    temperature=0 is greedy (argmax after any penalties); otherwise the rules in
-    ``shakespeare_lm.rules`` shape the logits in their documented order and a token is
-    sampled. ``seed`` makes sampling reproducible. Generation of a row ends at
+    How tokens are chosen: a ``DecodingConfig`` as ``config=``, or its fields as keyword
+    settings (``temperature``, ``top_k``, ``top_p``, ``min_p``, ``typical_p``, ``epsilon``,
+    ``eta``, ``repetition_penalty``, ``frequency_penalty``, ``presence_penalty``, ``seed``,
+    ``stop``); ``shakespeare_lm.sampler`` applies them. temperature=0 is greedy: the argmax
+    after the penalties and the constraint mask, truncation rules ignored. A row ends at
     ``max_new_tokens``, at the end of a ``stop`` sequence (kept in the text), or when the
-    context window is full. With ``context_overflow="slide"`` a full window instead keeps
-    its last ``block_size // 2`` characters (re-prefilled at new positions) and generation
-    goes on, so any length can be generated; the model then sees between half a window and
-    a full window of context. ``constraint`` (see ``shakespeare_lm.constrained``) masks the
-    characters its automaton forbids, after the penalties and before temperature and
-    truncation, with one automaton state per row; a row stops with reason "constraint" once
-    the automaton accepts and cannot continue. ``use_cache=False`` recomputes the whole
-    context every step (for comparison). ``warmup=True`` runs a short untimed generation first so the timings
-    leave out one-off costs. Returns a ``Generation`` (a list for a list of prompts).
+    context window is full; with ``context_overflow="slide"`` it goes on instead in the
+    windows of ``shakespeare_lm.context_window`` (re-prefilled at new positions), so any
+    length can be generated. ``constraint`` (``shakespeare_lm.automata``) masks the
+    characters its automaton forbids, one state per row; a row stops with reason
+    "constraint" once the automaton accepts and cannot continue. ``use_cache=False``
+    recomputes the whole context every step; ``warmup=True`` runs a short untimed
+    generation first. Returns a ``Generation`` (a list for a list of prompts).
     """
-    prompts, encoded = _check_prompts(tok, prompt)
-    _check_max_new_tokens(max_new_tokens)
-    stops = _check_stop(tok, stop)
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not temperature >= 0:
-        raise ValueError(f"temperature={temperature!r} is invalid: temperature must be a "
-                         "number >= 0 (0 means greedy)")
-    settings = rules.validate(temperature=temperature, top_k=top_k, top_p=top_p, min_p=min_p,
-                              typical_p=typical_p, epsilon=epsilon, eta=eta,
-                              repetition_penalty=repetition_penalty,
-                              frequency_penalty=frequency_penalty,
-                              presence_penalty=presence_penalty)
-    if constraint is not None:
-        constrained.check_constraint(constraint, model.config.vocab_size)
+    cfg = DecodingConfig.from_settings(config, **settings)
     block = model.config.block_size
-    too_long = [(i, len(e)) for i, e in enumerate(encoded) if len(e) > block]
-    if too_long:
-        i, n = too_long[0]
-        raise ValueError(f"prompt {i} has {n} characters but the model's context window is "
-                         f"{block}; keep its last {block} characters (prompt[-{block}:]) or fewer")
+    encoded = encode_prompts(tok, prompt, block)
+    check_max_new_tokens(max_new_tokens)
+    cfg.check_stop_characters(tok)
     if context_overflow not in ("stop", "slide"):
         raise ValueError(f"context_overflow={context_overflow!r} is invalid: it must be "
                          "'stop' (end with stop_reason 'context_window') or 'slide'")
+    sampler = Sampler(cfg, constraint, model.config.vocab_size)
     device = model_device(model)
-    greedy = temperature == 0
-    gen = None if greedy else make_generator(seed, device)
-
     if warmup:
         _warm_up(model, encoded[0], device)
-
-    B = len(encoded)
-    keep = block // 2                       # "slide": characters kept when a window is full
-    rows = [list(e) for e in encoded]       # what each row's context window holds
-    remaining = [max_new_tokens] * B        # new tokens each row may still add
-    out_ids = [[] for _ in range(B)]
-    out_lp = [[] for _ in range(B)]
-    texts = [""] * B
-    reasons = [None if max_new_tokens > 0 else "max_tokens" for _ in range(B)]
-    max_stop = max((len(s) for s in stops), default=0)
-    states = [constraint.start() for _ in range(B)] if constraint is not None else None
-    penalties = {k: v for k, v in settings.items() if k.endswith("penalty")}
-    shaping = {k: v for k, v in settings.items() if k not in penalties}
-    taken, ttft, prefill_s, decode_s = 0, 0.0, 0.0, 0.0
-
-    while True:  # one pass per context window (only "slide" ever needs a second one)
-        for b in range(B):
-            if reasons[b] is None and len(rows[b]) == block:   # a full window, no room left
-                reasons[b] = "context_window"
-            if reasons[b] is not None:
-                rows[b] = rows[b][-1:]  # a finished row only occupies a slot from now on
-        budgets = [0 if reasons[b] else min(remaining[b], block - len(rows[b])) for b in range(B)]
-        steps = max(budgets)
+    batch = _Batch(tok, encoded, max_new_tokens, sampler, not isinstance(prompt, str))
+    batch.generator = None if cfg.greedy else cfg.generator(device)
+    slide, clock = context_overflow == "slide", _Clock()
+    while not batch.done:  # one pass per context window (only "slide" needs a second one)
+        steps = batch.open_window(block, slide)
         if steps == 0:
             break
-        lengths = [len(r) for r in rows]
-        L = max(lengths)
-        pad = torch.tensor([L - n for n in lengths], device=device)
-        seq = torch.full((B, L + steps), -1, dtype=torch.long, device=device)  # -1: padding
-        for b, r in enumerate(rows):
-            seq[b, L - len(r) : L] = torch.tensor(r, device=device)
-        window_start = [len(ids) for ids in out_ids]
-
-        def choose(logits: torch.Tensor, slot: int) -> bool:
-            history = seq[:, :slot] if penalties else None
-            shaped = rules.compose(logits, history, **penalties)
-            if constraint is not None:  # finished rows are not masked: their tokens are discarded
-                where = "" if isinstance(prompt, str) else " (prompt {} of the batch)"
-                allowed = torch.stack([
-                    torch.ones(logits.shape[-1], dtype=torch.bool) if reasons[b] is not None else
-                    constrained.allowed_or_raise(constraint, states[b], texts[b], where.format(b))
-                    for b in range(B)])
-                shaped = constrained.mask_logits(shaped, allowed)
-            shaped = rules.compose(shaped, None, **shaping)
-            nxt = rules.greedy(shaped) if greedy else rules.sample(shaped, gen)
-            logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
-            seq[:, slot] = nxt
-            for b, (t, lp) in enumerate(zip(nxt.tolist(), logp.tolist())):
-                if reasons[b] is not None:
-                    continue
-                out_ids[b].append(t)
-                out_lp[b].append(lp)
-                texts[b] += tok.chars[t]
-                if constraint is not None:
-                    states[b] = constraint.advance(states[b], t)
-                tail = texts[b][-max_stop:] if max_stop else ""
-                if stops and any(tail.endswith(s) for s in stops):
-                    reasons[b] = "stop_sequence"
-                elif (constraint is not None and constraint.is_accepting(states[b])
-                      and not constraint.can_continue(states[b])):
-                    reasons[b] = "constraint"
-                elif len(out_ids[b]) == max_new_tokens:
-                    reasons[b] = "max_tokens"
-                elif len(out_ids[b]) - window_start[b] == budgets[b]:
-                    reasons[b] = "window_full"  # its window is full: stop or slide below
-            # A row that is done or whose window is full is parked: its padding grows so the
-            # token fed next stays inside the window. Its outputs are discarded.
-            model.pad.clamp_(min=slot - (block - 1))
-            return all(r is not None for r in reasons)
-
-        model.setup_cache(B, L + steps, pad)
-        try:
-            with Stopwatch(device) as sw_first:
-                with Stopwatch(device) as sw_prefill:
-                    logits = prefill(model, seq[:, :L].clamp(min=0), torch.arange(L, device=device))
-                done = choose(logits, L)
-            window_steps, window_decode = 1, 0.0
-            if not done:
-                with Stopwatch(device) as sw_decode:
-                    window_steps += decode_n_tokens(model, seq, L + 1, steps - 1, choose, use_cache)
-                window_decode = sw_decode.seconds
-        finally:
-            model.clear_cache()
-        if taken == 0:  # the first window's prefill is the time to first token
-            prefill_s, ttft, decode_s = sw_prefill.seconds, sw_first.seconds, window_decode
-        else:           # later windows' re-prefill is part of the cost of decoding
-            decode_s += sw_first.seconds + window_decode
-        taken += window_steps
-        for b in range(B):
-            if reasons[b] == "window_full":
-                if context_overflow == "stop":
-                    reasons[b] = "context_window"
-                else:  # slide: keep the last half of the window and carry on
-                    rows[b] = (rows[b] + out_ids[b][window_start[b]:])[-keep:]
-                    remaining[b] = max_new_tokens - len(out_ids[b])
-                    reasons[b] = None
-        if all(r is not None for r in reasons):
-            break
-
-    timings = Timings(prefill_s, ttft, decode_s, taken, B, str(device))
-    results = [Generation(p, texts[b], out_ids[b], out_lp[b], reasons[b], timings)
-               for b, p in enumerate(prompts)]
+        _run_window(model, batch, steps, use_cache, clock)
+        batch.close_window(slide)
+    timings = Timings(clock.prefill_s, clock.ttft, clock.decode_s, clock.steps, len(encoded),
+                      str(device))
+    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    results = [Generation(p, r.text, r.ids, r.logprobs, r.reason, timings)
+               for p, r in zip(prompts, batch.rows)]
     return results[0] if isinstance(prompt, str) else results
 
 
 def _warm_up(model, ids: list[int], device) -> None:
     """One short untimed prefill and decode step, so allocation and lazy init are not timed."""
     n = min(len(ids), model.config.block_size - 1)
-    model.setup_cache(1, n + 1)
-    try:
+    with model.cache(1, n + 1):
         idx = torch.tensor([ids[:n]], device=device)
         logits = prefill(model, idx, torch.arange(n, device=device))
         decode_one_token(model, logits.argmax(-1, keepdim=True), torch.tensor([n], device=device))
-    finally:
-        model.clear_cache()

@@ -12,8 +12,9 @@ the book the set of words of the training corpus. Repetition: ``repeated_trigram
 the share of word trigrams that already occurred earlier in the same sample. Diversity:
 ``distinct_n`` (Li et al. 2016), distinct word n-grams over all n-grams of a set of samples.
 
-Likelihood: ``char_logprobs`` scores continuations under the untruncated model
-(temperature 1, no truncation) with the windowing rule ``window_start`` that
+Likelihood: ``char_logprobs`` (from ``shakespeare_lm.scoring``, importable from here) scores
+continuations under the untruncated model (temperature 1, no truncation) in the windows of
+``shakespeare_lm.context_window`` (``window_start``, also importable from here), which
 ``experiment.generate_long`` also uses to generate past the context window, so the two agree.
 """
 
@@ -25,6 +26,15 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 
 import torch
+
+from .context_window import window_start
+from .scoring import char_logprobs
+
+__all__ = [
+    "char_logprobs", "distinct_n", "nats_per_char", "ngrams", "probability_shares",
+    "real_word_counts", "real_word_share", "repeated_ngram_counts", "repeated_trigram_share",
+    "vocabulary", "window_start", "words",
+]
 
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)*")
 
@@ -110,64 +120,7 @@ def distinct_n(texts: Sequence[str], n: int) -> float:
     return len(grams) / total if total else math.nan
 
 
-# --- likelihood -----------------------------------------------------------------------
-def window_start(i: int, block_size: int) -> int:
-    """Where the context of the character at position ``i`` of a text begins.
-
-    A model with a context of ``block_size`` characters scores a longer text in windows that
-    restart every ``h = block_size // 2`` characters: the character at i sees the text from
-    ``max(0, (i // h - 1) * h)`` on, so between h and block_size - 1 earlier characters once
-    i >= h. Generation past the window (``experiment.generate_long``) restarts at the same
-    places, so a generated text and its score see the same contexts.
-    """
-    h = block_size // 2
-    return max(0, (i // h - 1) * h)
-
-
-@torch.no_grad()
-def char_logprobs(model, tok, prompts: Sequence[str], continuations: Sequence[str],
-                  batch_size: int = 64) -> list[torch.Tensor]:
-    """log p(c | context) of every character c of each continuation under the untruncated
-    model (T = 1): a list of 1-D float tensors, one per (prompt, continuation) pair.
-
-    Texts longer than the context window are scored with the windows of ``window_start``.
-    """
-    prompts, continuations = _check_texts(prompts, "prompts"), _check_texts(continuations, "continuations")
-    if len(prompts) != len(continuations):
-        raise ValueError(f"got {len(prompts)} prompts but {len(continuations)} continuations: "
-                         "give one continuation per prompt")
-    empty = [i for i, p in enumerate(prompts) if not p]
-    if empty:
-        raise ValueError(f"prompt {empty[0]} is empty: the first character has no context to be scored in")
-    block = model.config.block_size
-    h = block // 2
-    # every window: (text index, start, first scored position, end)
-    windows, texts = [], []
-    for k, (p, c) in enumerate(zip(prompts, continuations)):
-        text = p + c
-        texts.append(tok.encode(text))
-        pos = len(p)
-        while pos < len(text):
-            start = window_start(pos, block)
-            end = min(len(text), max(2, pos // h + 1) * h)  # where the next window starts
-            windows.append((k, start, pos, end))
-            pos = end
-    out = [[] for _ in prompts]
-    device = next(model.parameters()).device
-    for b in range(0, len(windows), batch_size):
-        chunk = windows[b : b + batch_size]
-        width = max(end - start for _, start, _, end in chunk)
-        idx = torch.zeros(len(chunk), width, dtype=torch.long, device=device)
-        for r, (k, start, _, end) in enumerate(chunk):
-            idx[r, : end - start] = torch.tensor(texts[k][start:end], device=device)  # right pad
-        logp = torch.log_softmax(model(idx).float(), dim=-1)  # (B, W, V); causal: padding unseen
-        for r, (k, start, first, end) in enumerate(chunk):
-            target = idx[r, first - start : end - start]                  # characters scored
-            pred = logp[r, first - start - 1 : end - start - 1]           # the logits before each
-            out[k].append(pred.gather(-1, target[:, None]).squeeze(-1).cpu())
-    return [torch.cat(parts) if parts else torch.zeros(0) for parts in out]
-
-
+# --- likelihood ---------------------------------------------------------------------
 def nats_per_char(logprobs: Sequence[torch.Tensor]) -> float:
     """Mean negative log-likelihood per character over all samples, in nats."""
     flat = torch.cat([torch.as_tensor(lp, dtype=torch.float64).reshape(-1) for lp in logprobs])

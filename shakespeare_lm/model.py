@@ -88,6 +88,115 @@ class KVCache(nn.Module):
         return self.k_cache.nbytes + self.v_cache.nbytes
 
 
+class KVCacheHandle:
+    """The KV cache of one generation: every layer's keys and values and each row's left
+    padding. Made by ``Transformer.cache``; nothing outside this file touches its buffers.
+
+    Slots are columns: a forward pass with ``input_pos`` writes its keys and values there.
+    ``reorder`` (beam re-ranking), ``truncate`` (speculative rollback), ``copy_slot``
+    (contrastive search's winners), ``park`` and ``set_padding`` (rows that stop or join)
+    and ``drop_oldest`` (a serving engine's sliding cache) are the only ways to change it.
+    """
+
+    def __init__(self, model: Transformer, batch: int, max_len: int, pad: torch.Tensor | None):
+        for name, value in (("batch", batch), ("max_len", max_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} is invalid: {name} must be an integer >= 1")
+        p = next(model.parameters())
+        cfg = model.config
+        self.model, self.batch, self.max_len = model, batch, max_len
+        self.layers = [KVCache(batch, cfg.n_head, max_len, cfg.head_dim, dtype=p.dtype,
+                               device=p.device) for _ in model.blocks]
+        self.pad = (torch.zeros(batch, dtype=torch.long, device=p.device) if pad is None
+                    else torch.as_tensor(pad, device=p.device).clone())
+        if tuple(self.pad.shape) != (batch,):
+            raise ValueError(f"pad has shape {tuple(self.pad.shape)}; it must be ({batch},), "
+                             "one left-padding count per row")
+        model._attach(self.layers)
+
+    def __repr__(self) -> str:
+        return f"batch {self.batch}, {self.max_len} slots"
+
+    def __enter__(self) -> KVCacheHandle:
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        self.close()
+        return False
+
+    def close(self) -> None:
+        """Free the cache: the model runs without one again."""
+        if self.model._cache is self:
+            self.model._attach(None)
+            self.model._cache = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(c.nbytes for c in self.layers)
+
+    def positions_and_mask(self, idx: torch.Tensor, input_pos: torch.Tensor):
+        """For a chunk idx (B, T) at slots input_pos (T,): positions (B, T) counted from each
+        row's first real slot, and the attention mask (B, 1, T, S) over slots 0..S-1."""
+        B, block = idx.shape[0], self.model.config.block_size
+        if B != self.batch:
+            raise ValueError(f"idx has {B} rows but the KV cache was set up for batch "
+                             f"{self.batch}: feed one row per cache row")
+        S = int(input_pos[-1]) + 1
+        if S > self.max_len:
+            raise ValueError(f"input_pos reaches slot {S - 1} but the KV cache holds "
+                             f"{self.max_len} slots (0..{self.max_len - 1}); set it up with "
+                             f"max_len >= {S}: model.cache(batch, max_len)")
+        pad = self.pad[:, None]                                      # (B, 1)
+        pos = (input_pos[None, :] - pad).clamp(min=0)                # (B, T) position of each slot
+        if int(pos.max()) >= block:
+            raise ValueError(f"position {int(pos.max())} is past the context of {block}")
+        slots = torch.arange(S, device=idx.device)
+        # a query sees earlier real slots of its row; a padding slot sees only itself
+        visible = (slots[None, None, :] <= input_pos[None, :, None]) & (slots >= pad)[:, None, :]
+        mask = (visible | (slots[None, None, :] == input_pos[None, :, None]))[:, None]  # (B,1,T,S)
+        return pos, mask
+
+    def reset(self) -> None:
+        """Forget every slot (the padding stays)."""
+        for c in self.layers:
+            c.reset()
+
+    def truncate(self, length: int) -> None:
+        """Forget every slot from ``length`` on (roll back rejected draft tokens)."""
+        for c in self.layers:
+            c.truncate(length)
+
+    def reorder(self, rows: torch.Tensor) -> None:
+        """Row i becomes old row rows[i] (beam re-ranking; rows may repeat or shrink)."""
+        for c in self.layers:
+            c.reorder(rows)
+        self.pad = self.pad.index_select(0, rows)
+        self.batch = len(rows)
+
+    def copy_slot(self, slot: int, rows: torch.Tensor) -> None:
+        """Slot ``slot`` of row i becomes that of old row rows[i]; other slots stay."""
+        for c in self.layers:
+            c.k_cache[:, :, slot] = c.k_cache[rows, :, slot]
+            c.v_cache[:, :, slot] = c.v_cache[rows, :, slot]
+
+    def park(self, min_pad: int) -> None:
+        """Raise every row's padding to at least ``min_pad``: a row whose window is full
+        (its outputs are discarded) then keeps its positions inside the context."""
+        self.pad.clamp_(min=min_pad)
+
+    def set_padding(self, pad) -> None:
+        """Each row's left padding from now on (B,): a row that starts a new text at slot s
+        gets padding s, so it sees only its own slots."""
+        self.pad = torch.as_tensor(pad, device=self.pad.device).clone()
+
+    def drop_oldest(self, shift: int) -> None:
+        """Shift every row ``shift`` slots left, dropping its oldest slots (and padding)."""
+        for c in self.layers:
+            for buf in (c.k_cache, c.v_cache):  # (B, nh, L, hs)
+                buf[:, :, : buf.shape[2] - shift] = buf[:, :, shift:].clone()
+        self.pad = (self.pad - shift).clamp(min=0)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -154,7 +263,7 @@ class Transformer(nn.Module):
         for name, p in self.named_parameters():  # GPT-2: scale residual projections by depth
             if name.endswith("proj.weight"):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
-        self.pad: torch.Tensor | None = None  # (B,) left-padding per row while a cache is set
+        self._cache: KVCacheHandle | None = None  # set by ``cache()``, one at a time
 
     @staticmethod
     def _init_weights(m):
@@ -168,44 +277,27 @@ class Transformer(nn.Module):
         return n if include_positions else n - self.pos_emb.weight.numel()
 
     # --- KV cache -------------------------------------------------------------------
-    def setup_cache(self, batch: int, max_len: int, pad: torch.Tensor | None = None) -> None:
-        """Allocate a KV cache of ``max_len`` slots for ``batch`` rows in every layer.
+    def cache(self, batch: int, max_len: int, pad: torch.Tensor | None = None) -> KVCacheHandle:
+        """Allocate a KV cache of ``max_len`` slots for ``batch`` rows in every layer, as a
+        handle: ``with model.cache(batch, max_len, pad) as cache: ...`` frees it at the end.
 
         ``pad`` (B,) gives how many leading slots of each row are left padding: they are
         never attended to, and positions count from the first real token of each row.
         """
-        p = next(self.parameters())
-        for blk in self.blocks:
-            blk.attn.kv_cache = KVCache(batch, self.config.n_head, max_len, self.config.head_dim,
-                                        dtype=p.dtype, device=p.device)
-        self.pad = (torch.zeros(batch, dtype=torch.long, device=p.device) if pad is None
-                    else pad.to(p.device))
-
-    def clear_cache(self) -> None:
-        for blk in self.blocks:
-            blk.attn.kv_cache = None
-        self.pad = None
+        if self._cache is not None:
+            raise RuntimeError(f"a KV cache is already set up on this model ({self._cache}); "
+                               "finish the `with model.cache(...)` block that made it first")
+        self._cache = KVCacheHandle(self, batch, max_len, pad)
+        return self._cache
 
     @property
-    def kv_caches(self) -> list[KVCache]:
-        return [blk.attn.kv_cache for blk in self.blocks if blk.attn.kv_cache is not None]
+    def active_cache(self) -> KVCacheHandle | None:
+        """The handle of the KV cache in use, or None."""
+        return self._cache
 
-    def reset_cache(self) -> None:
-        for c in self.kv_caches:
-            c.reset()
-
-    def reorder_cache(self, rows: torch.Tensor) -> None:
-        for c in self.kv_caches:
-            c.reorder(rows)
-        self.pad = self.pad.index_select(0, rows)
-
-    def truncate_cache(self, length: int) -> None:
-        for c in self.kv_caches:
-            c.truncate(length)
-
-    @property
-    def cache_nbytes(self) -> int:
-        return sum(c.nbytes for c in self.kv_caches)
+    def _attach(self, caches: list[KVCache] | None) -> None:
+        for blk, c in zip(self.blocks, caches or [None] * len(self.blocks)):
+            blk.attn.kv_cache = c
 
     # --- forward --------------------------------------------------------------------
     def forward(self, idx: torch.Tensor, input_pos: torch.Tensor | None = None,
@@ -218,24 +310,21 @@ class Transformer(nn.Module):
         """
         B, T = idx.shape
         if input_pos is None:
+            if self._cache is not None:
+                raise RuntimeError(
+                    f"model(idx) without input_pos while a KV cache is set up ({self._cache}): "
+                    "pass input_pos (T,) to run on the cache, or call the model outside the "
+                    "`with model.cache(...)` block for a plain pass")
             if T > self.config.block_size:
                 raise ValueError(f"sequence of {T} tokens exceeds the context of "
                                  f"{self.config.block_size}")
             pos = torch.arange(T, device=idx.device).expand(B, T)
             mask = None
         else:
-            if not self.kv_caches:
-                raise RuntimeError("input_pos given but no KV cache: call setup_cache(batch, max_len)")
-            pad = self.pad[:, None]                                  # (B, 1)
-            pos = (input_pos[None, :] - pad).clamp(min=0)            # (B, T) position of each slot
-            if int(pos.max()) >= self.config.block_size:
-                raise ValueError(f"position {int(pos.max())} is past the context of "
-                                 f"{self.config.block_size}")
-            S = int(input_pos[-1]) + 1
-            slots = torch.arange(S, device=idx.device)
-            # a query sees earlier real slots of its row; a padding slot sees only itself
-            visible = (slots[None, None, :] <= input_pos[None, :, None]) & (slots >= pad)[:, None, :]
-            mask = (visible | (slots[None, None, :] == input_pos[None, :, None]))[:, None]  # (B,1,T,S)
+            if self._cache is None:
+                raise RuntimeError("input_pos given but no KV cache: run the model inside "
+                                   "`with model.cache(batch, max_len) as cache:`")
+            pos, mask = self._cache.positions_and_mask(idx, input_pos)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
         for blk in self.blocks:
             x = blk(x, input_pos, mask)

@@ -28,9 +28,9 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-NUMERICS_ENV = ROOT / "numerics.env"
-SANITIZE_CFG = ROOT / "notebooks" / "sanitize.cfg"
+from .paths import NOTEBOOKS_DIR, NUMERICS_ENV
+
+SANITIZE_CFG = NOTEBOOKS_DIR / "sanitize.cfg"
 IGNORE_TAG = "nbval-ignore-output"
 REASON_KEY = "output_varies"  # cell metadata: why an opted-out cell's output varies
 SKIPPED_MIME = {"image/png", "image/jpeg", "application/vnd.jupyter.widget-view+json"}

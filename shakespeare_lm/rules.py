@@ -202,9 +202,9 @@ def presence_penalty(logits: torch.Tensor, history: torch.Tensor, alpha: float) 
 
 ORDER = ("repetition_penalty", "frequency_penalty", "presence_penalty", "temperature",
          "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta")
-_PENALTIES = {"repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
+PENALTIES = {"repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
               "presence_penalty": presence_penalty}
-_TRUNCATIONS = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
+TRUNCATIONS = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
                 "typical_p": typical, "epsilon": epsilon, "eta": eta}
 
 
@@ -222,13 +222,13 @@ def validate(**settings) -> dict:
     for name, value in settings.items():
         if value is None:
             continue
-        if name in _PENALTIES:
-            _PENALTIES[name](probe, history, value)
+        if name in PENALTIES:
+            PENALTIES[name](probe, history, value)
         elif name == "temperature":
             _check("temperature", value, _is_number(value) and value >= 0,
                    "a number >= 0 (0 means greedy)")
         else:
-            _TRUNCATIONS[name](probe, value)
+            TRUNCATIONS[name](probe, value)
     return {k: v for k, v in settings.items() if v is not None}
 
 
@@ -242,13 +242,13 @@ def compose(logits: torch.Tensor, history: torch.Tensor | None = None, **setting
         value = settings.get(name)
         if value is None or (name == "temperature" and _is_number(value) and value == 0):
             continue
-        if name in _PENALTIES:
+        if name in PENALTIES:
             if history is None:
                 raise ValueError(f"{name} needs the history of token ids (history=None given)")
             if history.shape[-1] > 0:
-                out = _PENALTIES[name](out, history, value)
+                out = PENALTIES[name](out, history, value)
         else:
-            out = _TRUNCATIONS[name](out, value)
+            out = TRUNCATIONS[name](out, value)
     return out
 
 

@@ -132,18 +132,9 @@ def _blocks(tokens: int, block_tokens: int) -> int:
     return math.ceil(tokens / block_tokens)
 
 
-def simulate(requests: list[Request], model=None, tok=None, *, policy: str = "continuous",
-             max_batch: int = 8, allocator: str = "contiguous", block_tokens: int = 16,
-             kv_budget_tokens: int | None = None, context: int | None = None,
-             cache_len: int | None = None) -> ServingResult:
-    """Serve ``requests`` (all waiting at step 0) and record what happened.
-
-    With a ``model`` (and its ``tok``) every step is a real ``decode_one_token`` over all
-    ``max_batch`` rows, timed as a whole; without one, only the schedule is computed.
-    ``context``: the longest sequence a request may reach (default: the model's context
-    window); the contiguous allocator reserves that much per request. ``cache_len``: slots
-    in the engine's cache before it drops the slots no running request can see.
-    """
+def _check_settings(requests, model, tok, policy, max_batch, allocator, block_tokens,
+                    kv_budget_tokens, context, cache_len) -> tuple[int, int]:
+    """Validate ``simulate``'s arguments; (context, cache_len) with their defaults filled in."""
     if policy not in POLICIES:
         raise ValueError(f"policy={policy!r} is invalid: choose one of {POLICIES}")
     if allocator not in ALLOCATORS:
@@ -170,105 +161,151 @@ def simulate(requests: list[Request], model=None, tok=None, *, policy: str = "co
     if kv_budget_tokens is not None and kv_budget_tokens < longest:
         raise ValueError(f"kv_budget_tokens={kv_budget_tokens} is invalid: it must hold at "
                          f"least one request of the longest length ({longest} tokens)")
-
-    result = ServingResult(policy, allocator, max_batch, block_tokens, kv_budget_tokens)
-    queue = deque(requests)
-    rows: list[_Row | None] = [None] * max_batch
-    admitted = 0
-
-    def held(row: _Row, tokens: int) -> int:
-        """KV tokens the allocator holds for a row that stores ``tokens`` tokens."""
-        if allocator == "contiguous":
-            return context
-        return _blocks(max(tokens, 1), block_tokens) * block_tokens
-
-    def total_held(extra: int = 0) -> int:
-        return sum(held(r, r.fed + extra) for r in rows if r is not None)
-
-    def fits(more: int) -> bool:
-        return kv_budget_tokens is None or total_held() + more <= kv_budget_tokens
-
-    device = model_device(model) if model is not None else None
     cache_len = cache_len or 2 * context
     if cache_len <= context:
         raise ValueError(f"cache_len={cache_len} is invalid: it must exceed context={context}")
-    slot = 0
-    pads = [0] * max_batch  # left padding of each row: the slot where its request started
-    if model is not None:
-        model.setup_cache(max_batch, cache_len)
-    try:
-        with Stopwatch(device or "cpu") as sw:
-            while queue or any(r is not None for r in rows):
-                # 1. admission
-                if policy == "continuous" or all(r is None for r in rows):
-                    for i in range(max_batch):
-                        if rows[i] is None and queue:
-                            first = held(None, len(queue[0].prompt)) if allocator == "paged" else context
-                            if not fits(first):
-                                break
-                            req = queue.popleft()
-                            ids = tok.encode(req.prompt) if tok is not None else [0] * len(req.prompt)
-                            rows[i] = _Row(req, ids, 0, admitted)
-                            admitted += 1
-                            pads[i] = slot
-                # 2. paged growth: a row that starts a new block needs a free one
-                if allocator == "paged" and kv_budget_tokens is not None:
-                    while total_held(extra=1) > kv_budget_tokens:
-                        victim = max((i for i, r in enumerate(rows) if r is not None),
-                                     key=lambda i: rows[i].order)
-                        queue.appendleft(rows[victim].request)
-                        rows[victim] = None
-                        result.preemptions += 1
-                busy = _busy_rows(rows)
-                if not busy:
-                    raise RuntimeError("no request fits the KV budget")  # guarded above
-                result.active_rows.append(len(busy))
-                result.used_tokens.append(sum(rows[i].fed + 1 for i in busy))
-                result.reserved_tokens.append(total_held(extra=1))
+    return context, cache_len
 
-                # 3. one step: every busy row feeds one token
-                next_ids = {}
-                if model is not None:
-                    feed = [[0] if r is None else [r.ids[r.fed]] for r in rows]
-                    for i in range(max_batch):
-                        if rows[i] is None:
-                            pads[i] = slot  # an idle row sees only its own dummy slot
-                    model.pad = torch.tensor(pads, device=device)
-                    feed = torch.tensor(feed, device=device)  # (B, 1)
-                    logits = decode_one_token(model, feed, torch.tensor([slot], device=device))
-                    choice = logits.argmax(-1).tolist()
-                    next_ids = {i: choice[i] for i in busy}
-                for i in busy:
-                    row = rows[i]
-                    row.fed += 1
-                    if row.fed >= len(row.request.prompt):  # this step predicted a new token
-                        row.ids.append(next_ids.get(i, 0))
-                        if row.generated == row.request.max_new_tokens:
-                            result.outputs[row.request.rid] = row.ids[len(row.request.prompt):]
-                            result.finish_step[row.request.rid] = result.steps + 1
-                            result.generated_tokens += row.generated
-                            rows[i] = None
-                result.steps += 1
-                slot += 1
-                if model is not None and slot == cache_len:
-                    shift = min((pads[i] for i in _busy_rows(rows)), default=slot)
-                    _drop_old_slots(model, shift)
-                    pads = [max(p - shift, 0) for p in pads]
-                    slot -= shift
-        if model is not None:
-            result.seconds = sw.seconds
-    finally:
-        if model is not None:
-            model.clear_cache()
+
+class _Engine:
+    """One simulated server: the queue, the batch's rows, their KV accounting and, with a
+    model, the cache the rows decode on. ``step()`` is one decoding step of the batch."""
+
+    def __init__(self, requests, model, tok, result: ServingResult, context: int,
+                 cache_len: int):
+        self.model, self.tok, self.result = model, tok, result
+        self.context, self.cache_len = context, cache_len
+        self.queue = deque(requests)
+        self.rows: list[_Row | None] = [None] * result.max_batch
+        self.admitted = self.slot = 0
+        self.pads = [0] * result.max_batch  # left padding of each row: where its request started
+        self.device = model_device(model) if model is not None else None
+        self.cache = None
+
+    @property
+    def running(self) -> bool:
+        return bool(self.queue) or any(r is not None for r in self.rows)
+
+    def held(self, tokens: int) -> int:
+        """KV tokens the allocator holds for a row that stores ``tokens`` tokens."""
+        if self.result.allocator == "contiguous":
+            return self.context
+        return _blocks(max(tokens, 1), self.result.block_tokens) * self.result.block_tokens
+
+    def total_held(self, extra: int = 0) -> int:
+        return sum(self.held(r.fed + extra) for r in self.rows if r is not None)
+
+    def fits(self, more: int) -> bool:
+        budget = self.result.kv_budget_tokens
+        return budget is None or self.total_held() + more <= budget
+
+    def admit(self) -> None:
+        """Fill free rows from the queue while the KV budget allows (static batching waits
+        until the whole batch is free)."""
+        if self.result.policy != "continuous" and any(r is not None for r in self.rows):
+            return
+        for i in range(self.result.max_batch):
+            if self.rows[i] is None and self.queue:
+                first = (self.held(len(self.queue[0].prompt)) if self.result.allocator == "paged"
+                         else self.context)
+                if not self.fits(first):
+                    break
+                req = self.queue.popleft()
+                ids = self.tok.encode(req.prompt) if self.tok is not None else [0] * len(req.prompt)
+                self.rows[i] = _Row(req, ids, 0, self.admitted)
+                self.admitted += 1
+                self.pads[i] = self.slot
+
+    def preempt(self) -> None:
+        """Paged growth: while a row that starts a new block finds none free, the request
+        admitted last goes back to the front of the queue."""
+        budget = self.result.kv_budget_tokens
+        if self.result.allocator != "paged" or budget is None:
+            return
+        while self.total_held(extra=1) > budget:
+            victim = max((i for i, r in enumerate(self.rows) if r is not None),
+                         key=lambda i: self.rows[i].order)
+            self.queue.appendleft(self.rows[victim].request)
+            self.rows[victim] = None
+            self.result.preemptions += 1
+
+    def decode(self, busy: list[int]) -> dict[int, int]:
+        """One real decode step over every row (idle rows feed a dummy token); the greedy
+        next id of each busy row. Without a model, nothing."""
+        if self.model is None:
+            return {}
+        feed = [[0] if r is None else [r.ids[r.fed]] for r in self.rows]
+        for i, r in enumerate(self.rows):
+            if r is None:
+                self.pads[i] = self.slot  # an idle row sees only its own dummy slot
+        self.cache.set_padding(self.pads)
+        feed = torch.tensor(feed, device=self.device)  # (B, 1)
+        logits = decode_one_token(self.model, feed, torch.tensor([self.slot], device=self.device))
+        choice = logits.argmax(-1).tolist()
+        return {i: choice[i] for i in busy}
+
+    def finish_step(self, busy: list[int], next_ids: dict[int, int]) -> None:
+        """Every busy row has fed one token: record new tokens and retire finished requests."""
+        result = self.result
+        for i in busy:
+            row = self.rows[i]
+            row.fed += 1
+            if row.fed >= len(row.request.prompt):  # this step predicted a new token
+                row.ids.append(next_ids.get(i, 0))
+                if row.generated == row.request.max_new_tokens:
+                    result.outputs[row.request.rid] = row.ids[len(row.request.prompt):]
+                    result.finish_step[row.request.rid] = result.steps + 1
+                    result.generated_tokens += row.generated
+                    self.rows[i] = None
+        result.steps += 1
+        self.slot += 1
+        if self.model is not None and self.slot == self.cache_len:
+            shift = min((self.pads[i] for i in _busy_rows(self.rows)), default=self.slot)
+            self.cache.drop_oldest(shift)
+            self.pads = [max(p - shift, 0) for p in self.pads]
+            self.slot -= shift
+
+    def step(self) -> None:
+        """Admit, preempt, record the KV occupancy, decode one token per busy row."""
+        self.admit()
+        self.preempt()
+        busy = _busy_rows(self.rows)
+        if not busy:
+            raise RuntimeError("no request fits the KV budget")  # guarded by _check_settings
+        self.result.active_rows.append(len(busy))
+        self.result.used_tokens.append(sum(self.rows[i].fed + 1 for i in busy))
+        self.result.reserved_tokens.append(self.total_held(extra=1))
+        self.finish_step(busy, self.decode(busy))
+
+
+def simulate(requests: list[Request], model=None, tok=None, *, policy: str = "continuous",
+             max_batch: int = 8, allocator: str = "contiguous", block_tokens: int = 16,
+             kv_budget_tokens: int | None = None, context: int | None = None,
+             cache_len: int | None = None) -> ServingResult:
+    """Serve ``requests`` (all waiting at step 0) and record what happened.
+
+    With a ``model`` (and its ``tok``) every step is a real ``decode_one_token`` over all
+    ``max_batch`` rows, timed as a whole; without one, only the schedule is computed.
+    ``context``: the longest sequence a request may reach (default: the model's context
+    window); the contiguous allocator reserves that much per request. ``cache_len``: slots
+    in the engine's cache before it drops the slots no running request can see.
+    """
+    context, cache_len = _check_settings(requests, model, tok, policy, max_batch, allocator,
+                                         block_tokens, kv_budget_tokens, context, cache_len)
+    result = ServingResult(policy, allocator, max_batch, block_tokens, kv_budget_tokens)
+    engine = _Engine(requests, model, tok, result, context, cache_len)
+    if model is None:
+        while engine.running:
+            engine.step()
+        return result
+    with model.cache(max_batch, cache_len) as cache, Stopwatch(engine.device) as sw:
+        engine.cache = cache
+        while engine.running:
+            engine.step()
+    result.seconds = sw.seconds
     return result
 
 
 def _busy_rows(rows) -> list[int]:
     return [i for i, r in enumerate(rows) if r is not None]
 
-
-def _drop_old_slots(model, shift: int) -> None:
-    """Shift every cache ``shift`` slots left, dropping slots no running request can see."""
-    for cache in model.kv_caches:
-        for buf in (cache.k_cache, cache.v_cache):  # (B, nh, L, hs)
-            buf[:, :, : buf.shape[2] - shift] = buf[:, :, shift:].clone()

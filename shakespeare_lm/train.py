@@ -27,9 +27,9 @@ from tqdm.auto import tqdm
 from . import corpus
 from .model import PRESETS, Transformer, make_model
 from .tokenizer import CharTokenizer
-from .weights import DATA_DIR, save_model, state_for_loading, state_for_saving
+from .paths import DATA_DIR, RUNS_DIR
+from .weights import save_model, state_for_loading, state_for_saving
 
-RUNS_DIR = Path(__file__).resolve().parent.parent / "runs"
 
 
 def encode_corpus(tok: CharTokenizer, text: str) -> torch.Tensor:
@@ -104,6 +104,40 @@ def load_checkpoint(run_dir: Path, model, opt) -> dict:
     return state
 
 
+def make_optimizer(model: Transformer, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """AdamW with weight decay on the matrices only (not on biases and LayerNorm gains)."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.99))
+
+
+def train_step(model: Transformer, opt, train_data: torch.Tensor, batch_size: int, seed: int,
+               step: int, lr: float) -> float:
+    """One optimiser step at learning rate ``lr`` on the batch of ``step`` (its data order
+    depends only on ``seed`` and ``step``, so a resumed run sees the same batches); the loss."""
+    for group in opt.param_groups:
+        group["lr"] = lr
+    gen = torch.Generator().manual_seed(seed * 100_003 + step)  # resumable data order
+    x, y = get_batch(train_data, batch_size, model.config.block_size, gen)
+    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    return loss.item()
+
+
+def _evaluate(model, held_data, eval_windows: int, step: int, elapsed: float, state: dict,
+              bar) -> None:
+    """Add a held-out sample evaluation at ``step`` to ``state["history"]``."""
+    held = heldout_nats_per_char(model, held_data, limit=eval_windows)
+    state["history"].append({"step": step, "minutes": round(elapsed / 60, 2),
+                             "heldout_sample_nats_per_char": round(held, 4)})
+    bar.write(f"step {step}: held-out sample {held:.4f} nats/char, {elapsed / 60:.1f} min")
+    state.update(step=step, elapsed_s=elapsed)
+
+
 def train(preset: str = "shakespeare", max_iters: int = 5000, max_minutes: float = 60.0,
           batch_size: int = 32, lr: float = 2e-3, weight_decay: float = 0.1,
           eval_every: int = 250, eval_windows: int = 64, seed: int = 1337,
@@ -116,11 +150,7 @@ def train(preset: str = "shakespeare", max_iters: int = 5000, max_minutes: float
     tok = CharTokenizer(corpus.ALPHABET)
     train_data, held_data = encode_corpus(tok, train_text), encode_corpus(tok, heldout_text)
     model = make_model(preset, seed=seed, vocab_size=tok.vocab_size).train()
-    cfg = model.config
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.99))
+    opt = make_optimizer(model, lr, weight_decay)
     run_dir = run_dir or RUNS_DIR / preset
     state = {"step": 0, "elapsed_s": 0.0, "history": []}
     if resume and (run_dir / "checkpoint.json").exists():
@@ -135,31 +165,32 @@ def train(preset: str = "shakespeare", max_iters: int = 5000, max_minutes: float
         last = frac >= 1.0
         evaluated = state["history"] and state["history"][-1]["step"] == step  # just resumed
         if (step % eval_every == 0 or last) and not evaluated:
-            held = heldout_nats_per_char(model, held_data, limit=eval_windows)
-            state["history"].append({"step": step, "minutes": round(elapsed / 60, 2),
-                                     "heldout_sample_nats_per_char": round(held, 4)})
-            bar.write(f"step {step}: held-out sample {held:.4f} nats/char, {elapsed / 60:.1f} min")
-            state.update(step=step, elapsed_s=elapsed)
+            _evaluate(model, held_data, eval_windows, step, elapsed, state, bar)
             save_checkpoint(run_dir, model, opt, state)
         if last:
             break
-        for group in opt.param_groups:
-            group["lr"] = lr_at(frac, lr)
-        gen = torch.Generator().manual_seed(seed * 100_003 + step)  # resumable data order
-        x, y = get_batch(train_data, batch_size, cfg.block_size, gen)
-        loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
+        step_lr = lr_at(frac, lr)
+        loss = train_step(model, opt, train_data, batch_size, seed, step, step_lr)
         step += 1
         bar.update(1)
-        bar.set_postfix(loss=f"{loss.item():.3f}", lr=f"{group['lr']:.2e}")
+        bar.set_postfix(loss=f"{loss:.3f}", lr=f"{step_lr:.2e}")
     bar.close()
     model.eval()
+    record = _record(model, preset, held_data, eval_windows, train_text, heldout_text, step,
+                     batch_size, lr, seed, start, command, state["history"])
+    if out is not None:
+        path = save_model(model, tok, Path(out) / f"{preset}.safetensors", **record)
+        print(f"wrote {path}: held-out {record['heldout_nats_per_char']:.4f} nats/char after "
+              f"{step} steps, {record['wall_time_minutes']} min")
+    return model, record
+
+
+def _record(model, preset, held_data, eval_windows, train_text, heldout_text, step, batch_size,
+            lr, seed, start, command, history) -> dict:
+    """What a finished run saves with its weights: the held-out score and how it was made."""
     full = heldout_nats_per_char(model, held_data)
     sample = heldout_nats_per_char(model, held_data, limit=eval_windows)
-    record = {
+    return {
         "preset": preset, "parameters": model.num_params(),
         "heldout_nats_per_char": round(full, 4),
         "heldout_sample_windows": eval_windows,
@@ -167,17 +198,12 @@ def train(preset: str = "shakespeare", max_iters: int = 5000, max_minutes: float
         "train_sha256": corpus.sha256_text(train_text),
         "heldout_sha256": corpus.sha256_text(heldout_text),
         "steps": step, "batch_size": batch_size, "lr": lr, "seed": seed,
-        "tokens_seen": step * batch_size * cfg.block_size,
+        "tokens_seen": step * batch_size * model.config.block_size,
         "wall_time_minutes": round((time.perf_counter() - start) / 60, 2),
         "torch_threads": torch.get_num_threads(),
         "command": command or "python -m shakespeare_lm.train " + shlex.join(sys.argv[1:]),
-        "history": state["history"],
+        "history": history,
     }
-    if out is not None:
-        path = save_model(model, tok, Path(out) / f"{preset}.safetensors", **record)
-        print(f"wrote {path}: held-out {full:.4f} nats/char after {step} steps, "
-              f"{record['wall_time_minutes']} min")
-    return model, record
 
 
 def main(argv: list[str] | None = None) -> None:

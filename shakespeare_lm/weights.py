@@ -15,9 +15,9 @@ from safetensors.torch import load_file, save_file
 
 from .corpus import sha256_file
 from .model import ModelConfig, Transformer
+from .paths import DATA_DIR
 from .tokenizer import CharTokenizer
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 FIX_HINT = ("re-check out the file with git (git checkout -- data/) or retrain it with "
             "python -m shakespeare_lm.train (see README)")
 

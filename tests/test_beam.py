@@ -158,7 +158,7 @@ def test_beam_search_frees_the_cache_even_after_an_error(tiny, tok):
 
     with pytest.raises(slm.ConstraintError, match="allows no next character"):
         slm.beam_search(tiny, tok, PROMPT, 5, 2, constraint=Broken())
-    assert tiny.kv_caches == []
+    assert tiny.active_cache is None
 
 
 # --- constraints: a tiny mask-only automaton -----------------------------------------------
@@ -306,10 +306,16 @@ def test_unknown_character_in_prompt_is_named(tiny, tok):
         slm.beam_search(tiny, tok, "Caé", 5, 2)
 
 
-@pytest.mark.parametrize("prompt", ["", ["a", "b"]])
-def test_empty_or_batched_prompt_is_refused(tiny, tok, prompt):
+@pytest.mark.parametrize("prompt", ["", ["a", ""], [], 3])
+def test_empty_or_malformed_prompt_is_refused(tiny, tok, prompt):
     with pytest.raises((ValueError, TypeError), match="prompt"):
         slm.beam_search(tiny, tok, prompt, 5, 2)
+
+
+def test_a_list_of_prompts_gives_one_search_per_prompt(tiny, tok):
+    prompts = ["KATHARINA:\n", "O"]
+    together = slm.beam_search(tiny, tok, prompts, 8, 3)
+    assert [g.ids for g in together] == [slm.beam_search(tiny, tok, p, 8, 3).ids for p in prompts]
 
 
 @pytest.mark.parametrize("alpha", [float("nan"), float("inf"), "0.6", None])
@@ -334,3 +340,31 @@ def test_bench_reports_both_timings_and_agreement(tiny, tok):
     assert r["same_text"] is True
     assert r["cached_s"] > 0 and r["naive_s"] > 0
     assert r["speedup"] == pytest.approx(r["naive_s"] / r["cached_s"])
+
+
+@pytest.mark.parametrize("penalty", [{"repetition_penalty": 1.8},
+                                     {"frequency_penalty": 0.9, "presence_penalty": 0.4}])
+@pytest.mark.parametrize("prompt_len", [1, 12])
+def test_width_one_with_a_penalty_is_greedy_generate_with_that_penalty(tiny, tok, penalty,
+                                                                        prompt_len):
+    prompt = PROMPT[:prompt_len]
+    beam = slm.beam_search(tiny, tok, prompt, 40, 1, **penalty)
+    greedy = slm.generate(tiny, tok, prompt, 40, temperature=0, **penalty)
+    assert beam.ids == greedy.ids and beam.logprobs == greedy.logprobs  # the model's log-probs
+    assert beam.ids != slm.beam_search(tiny, tok, prompt, 40, 1).ids   # the penalty acts
+
+
+def test_a_penalty_reshapes_the_beam_scores_like_the_sampler(tiny, tok):
+    plain = slm.beam_search(tiny, tok, PROMPT, 20, 3)
+    cfg = slm.DecodingConfig(presence_penalty=50.0)   # no character may come twice
+    penalised = slm.beam_search(tiny, tok, PROMPT, 20, 3, config=cfg)
+    assert len(set(penalised.ids)) == len(penalised.ids) != len(set(plain.ids))
+
+
+@pytest.mark.parametrize("setting", [{"top_p": 0.9}, {"temperature": 0.7}, {"seed": 3}])
+def test_settings_a_search_cannot_use_are_refused_by_name(tiny, tok, setting):
+    (name, value), = setting.items()
+    with pytest.raises(ValueError, match=f"beam search does not use {name}={value!r}"):
+        slm.beam_search(tiny, tok, PROMPT, 5, 2, **setting)
+    with pytest.raises(TypeError, match="unknown decoding setting"):
+        slm.beam_search(tiny, tok, PROMPT, 5, 2, top_q=0.5)

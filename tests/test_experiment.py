@@ -37,7 +37,7 @@ def test_heldout_prompts_refuse_bad_arguments(kwargs, needle):
 
 
 @pytest.mark.parametrize("setting", [E._s("top-p", 0.9, top_p=0.9), E._s("greedy", None, temperature=0),
-                                     E._s("contrastive", 0.5, top_k=3, alpha=0.5),
+                                     E._s("contrastive", 0.5, num_candidates=3, alpha=0.5),
                                      E._s("beam", 3, beam_width=3)])
 @pytest.mark.parametrize("prompt_lengths", [(5,), (3, 9, 12, 20)])
 def test_generate_long_restarts_where_char_logprobs_scores(tok, setting, prompt_lengths):

@@ -150,7 +150,7 @@ def test_bad_input_leaves_the_model_usable(tiny, tok):
     before = slm.generate(tiny, tok, PROMPT, 10, temperature=0).ids
     with pytest.raises(ValueError):
         slm.generate(tiny, tok, PROMPT, 5, top_p=1.5)
-    assert not tiny.kv_caches
+    assert tiny.active_cache is None
     assert slm.generate(tiny, tok, PROMPT, 10, temperature=0).ids == before
 
 

@@ -12,13 +12,10 @@ def test_cached_prefill_and_decode_equal_full_forward(tiny, batch, prompt_len):
     torch.manual_seed(prompt_len)
     idx = torch.randint(0, tiny.config.vocab_size, (batch, prompt_len + 10))
     full = tiny(idx)  # (B, T, V) without a cache
-    tiny.setup_cache(batch, prompt_len + 10)
-    try:
+    with tiny.cache(batch, prompt_len + 10):
         chunks = [tiny(idx[:, :prompt_len], torch.arange(prompt_len))]
         for t in range(prompt_len, prompt_len + 10):
             chunks.append(tiny(idx[:, t : t + 1], torch.tensor([t])))
-    finally:
-        tiny.clear_cache()
     cached = torch.cat(chunks, dim=1)
     torch.testing.assert_close(cached, full, rtol=1e-5, atol=1e-5)
     assert torch.equal(cached.argmax(-1), full.argmax(-1))
@@ -44,14 +41,11 @@ def test_batched_ragged_prompts_generate_as_they_would_alone(tiny, tok):
 
 def test_cache_size_in_bytes(tiny):
     cfg = tiny.config
-    tiny.setup_cache(4, 50)
-    try:
+    with tiny.cache(4, 50) as cache:
         # keys and values, every layer: 2 * L * B * T * d_model * 4 bytes (fp32)
-        assert tiny.cache_nbytes == 2 * cfg.n_layer * 4 * 50 * cfg.d_model * 4
-        for cache in tiny.kv_caches:
-            assert cache.max_len == 50
-    finally:
-        tiny.clear_cache()
+        assert cache.nbytes == 2 * cfg.n_layer * 4 * 50 * cfg.d_model * 4
+        assert cache.max_len == 50 and all(c.max_len == 50 for c in cache.layers)
+    assert tiny.active_cache is None
 
 
 def test_cache_update_reset_and_truncate():
@@ -79,5 +73,5 @@ def test_model_without_cache_rejects_sequence_longer_than_context(tiny):
 
 def test_input_pos_without_cache_is_a_clear_error():
     model = make_tiny()
-    with pytest.raises(RuntimeError, match="setup_cache"):
+    with pytest.raises(RuntimeError, match=r"model\.cache\(batch, max_len\)"):
         model(torch.zeros(1, 2, dtype=torch.long), torch.arange(2))

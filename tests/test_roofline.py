@@ -72,15 +72,12 @@ def test_kv_cache_worked_numbers():
 def test_kv_cache_bytes_agrees_with_the_models_cache(batch, max_len):
     model = make_tiny()
     cfg = model.config
-    model.setup_cache(batch, max_len)
-    try:
-        assert model.cache_nbytes == rf.kv_cache_bytes(cfg.n_layer, cfg.d_model, max_len, batch)
-        assert model.cache_nbytes == rf.kv_cache_bytes(cfg.n_layer, cfg.d_model, max_len, batch,
-                                                       n_kv_heads=cfg.n_head, n_head=cfg.n_head)
+    with model.cache(batch, max_len) as cache:
+        assert cache.nbytes == rf.kv_cache_bytes(cfg.n_layer, cfg.d_model, max_len, batch)
+        assert cache.nbytes == rf.kv_cache_bytes(cfg.n_layer, cfg.d_model, max_len, batch,
+                                                 n_kv_heads=cfg.n_head, n_head=cfg.n_head)
         spec = rf.ModelSpec.from_model(model)
-        assert model.cache_nbytes == spec.kv_bytes_per_token * max_len * batch
-    finally:
-        model.clear_cache()
+        assert cache.nbytes == spec.kv_bytes_per_token * max_len * batch
 
 
 def test_grouped_query_attention_shrinks_cache_by_kv_heads_over_heads():

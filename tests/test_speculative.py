@@ -34,16 +34,17 @@ def test_greedy_speculative_equals_greedy_target_bit_for_bit(tiny, tok, draft_mo
                                                               prompt, gamma, which):
     draft = _drafts(draft_model, trigram, tok)[which]
     plain = slm.generate(tiny, tok, prompt, 50, temperature=0)
-    fast, stats = slm.speculative_decode(tiny, draft, tok, prompt, 50, gamma, temperature=0)
+    fast = slm.speculative_decode(tiny, draft, tok, prompt, 50, gamma, temperature=0)
     assert fast.ids == plain.ids and fast.text == plain.text
     assert fast.stop_reason == plain.stop_reason == "max_tokens"
     assert fast.logprobs == pytest.approx(plain.logprobs, abs=1e-5)
+    stats = fast.stats
     assert sum(stats.tokens_per_round) == 50 and stats.target_passes == len(stats.tokens_per_round)
 
 
 def test_top_k_1_truncates_both_p_and_q_so_sampling_is_greedy(tiny, tok, draft_model):
     plain = slm.generate(tiny, tok, "KATHARINA:\n", 40, temperature=0)
-    fast, _ = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 40, 4,
+    fast = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 40, 4,
                                      temperature=1.3, top_k=1, seed=5)
     assert fast.ids == plain.ids
 
@@ -52,15 +53,16 @@ def test_greedy_speculative_stops_like_generate_at_stop_and_context_window(tiny,
     free = slm.generate(tiny, tok, "KATHARINA:\n", 30, temperature=0).text
     for prompt, n, stop in [("KATHARINA:\n", 60, free[10:13]), ("x" * 120, 50, None)]:
         plain = slm.generate(tiny, tok, prompt, n, temperature=0, stop=stop)
-        fast, _ = slm.speculative_decode(tiny, draft_model, tok, prompt, n, 4, temperature=0, stop=stop)
+        fast = slm.speculative_decode(tiny, draft_model, tok, prompt, n, 4, temperature=0, stop=stop)
         assert (fast.text, fast.stop_reason) == (plain.text, plain.stop_reason)
         assert fast.stop_reason in ("stop_sequence", "context_window")
 
 
 @pytest.mark.parametrize("gamma", [1, 4])
 def test_draft_identical_to_target_accepts_everything(tiny, tok, gamma):
-    out, stats = slm.speculative_decode(tiny, tiny, tok, "KATHARINA:\n", 41, gamma,
-                                        temperature=1.0, seed=0)
+    out = slm.speculative_decode(tiny, tiny, tok, "KATHARINA:\n", 41, gamma,
+                                 temperature=1.0, seed=0)
+    stats = out.stats
     assert stats.acceptance_rate == 1.0
     assert stats.per_position_acceptance == [1.0] * gamma
     assert stats.tokens_per_round[:-1] == [gamma + 1] * (len(stats.tokens_per_round) - 1)
@@ -80,8 +82,8 @@ def test_chi_square_of_first_token_passes_exact_verifier_and_catches_broken_one(
 
 
 def test_measured_acceptance_matches_one_minus_total_variation(tiny, tok, draft_model):
-    _, stats = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 120, 3,
-                                      temperature=0.2, seed=3)
+    stats = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 120, 3,
+                                   temperature=0.2, seed=3).stats
     a, n = stats.expected_acceptance, stats.proposed
     assert 0.2 < a < 0.95  # a draft that is neither useless nor perfect
     assert abs(stats.acceptance_rate - a) < 4 * (a * (1 - a) / n) ** 0.5
@@ -90,13 +92,13 @@ def test_measured_acceptance_matches_one_minus_total_variation(tiny, tok, draft_
 # --- caches ---------------------------------------------------------------------------
 def _fresh_cache(seed: int, ids: list[int], max_len: int):
     model = make_tiny(seed)
-    model.setup_cache(1, max_len)
-    slm.prefill(model, torch.tensor([ids]), torch.arange(len(ids)))
-    return [(c.k_cache.clone(), c.v_cache.clone()) for c in model.kv_caches]
+    with model.cache(1, max_len) as cache:
+        slm.prefill(model, torch.tensor([ids]), torch.arange(len(ids)))
+        return [(c.k_cache.clone(), c.v_cache.clone()) for c in cache.layers]
 
 
 def _assert_same_cache(model, expected):
-    for c, (k, v) in zip(model.kv_caches, expected, strict=True):
+    for c, (k, v) in zip(model.active_cache.layers, expected, strict=True):
         torch.testing.assert_close(c.k_cache, k, rtol=1e-5, atol=1e-6)
         torch.testing.assert_close(c.v_cache, v, rtol=1e-5, atol=1e-6)
 
@@ -106,11 +108,12 @@ def test_rollback_leaves_both_caches_identical_to_a_fresh_prefill(tok, prompt):
     target, draft = make_tiny(0), sp.ModelDraft(make_tiny(1))
     seq, max_len = tok.encode(prompt), 100
     gen = torch.Generator().manual_seed(0)
-    sp._prefill_both(target, draft, seq, max_len)
+    cache = sp.prefill_both(target, draft, seq, max_len)
+    sampler = slm.Sampler(slm.DecodingConfig(temperature=0.3))
     rejections = full_rounds = 0
     try:
         for _ in range(12):
-            rnd = sp.speculative_round(target, draft, seq, 4, {"temperature": 0.3}, False, gen)
+            rnd = sp.speculative_round(target, draft, seq, 4, sampler, gen)
             seq = seq + rnd.new_tokens
             rejections += rnd.accepted < 4
             full_rounds += rnd.accepted == 4
@@ -118,15 +121,16 @@ def test_rollback_leaves_both_caches_identical_to_a_fresh_prefill(tok, prompt):
             assert draft.fed == seq[: len(draft.fed)] and len(draft.fed) >= len(seq) - 2
             _assert_same_cache(draft.model, _fresh_cache(1, draft.fed, max_len))
     finally:
-        target.clear_cache()
+        cache.close()
         draft.finish()
     assert rejections and full_rounds  # both kinds of rollback were exercised
 
 
 # --- statistics and predictions -------------------------------------------------------
 def test_stats_count_every_round_and_position(tiny, tok, draft_model):
-    out, st = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 80, 4,
-                                     temperature=0.5, seed=1)
+    out = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 80, 4,
+                                 temperature=0.5, seed=1)
+    st = out.stats
     assert sum(st.tokens_per_round) == len(out.ids) == 80
     assert st.accepted == sum(st.position_accepted) == sum(st.tokens_per_round) - st.target_passes
     assert st.proposed == sum(st.position_tested) == len(st.overlap) == len(st.outcome)
@@ -181,7 +185,8 @@ def test_prompt_lookup_proposes_what_followed_the_last_match(tok):
 
 
 def test_no_new_tokens_gives_an_empty_generation(tiny, tok, draft_model):
-    out, st = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 0, 4)
+    out = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 0, 4)
+    st = out.stats
     assert out.ids == [] and out.stop_reason == "max_tokens" and st.target_passes == 0
 
 
@@ -190,7 +195,7 @@ def test_no_new_tokens_gives_an_empty_generation(tiny, tok, draft_model):
     ({"verifier": "sloppy"}, ValueError, "verifier='sloppy'"),
     ({"temperature": -1.0}, ValueError, "temperature=-1.0"),
     ({"top_p": 1.5}, ValueError, "top_p=1.5"),
-    ({"prompt": ["a", "b"]}, TypeError, "prompt must be a str"),
+    ({"prompt": [1, "b"]}, TypeError, "prompt must be a str or a non-empty list of str"),
     ({"draft": "trigram"}, TypeError, "draft must be"),
     ({"draft": make_tiny(vocab_size=10)}, ValueError, "vocab_size=10"),
 ])
@@ -226,7 +231,7 @@ def test_bench_reports_a_row_per_draft_and_gamma(tiny, tok, draft_model):
 def test_greedy_speculative_with_a_constraint_equals_constrained_generate(tiny, tok, draft_model, make):
     constraint = make(tok)
     plain = slm.generate(tiny, tok, "KATHARINA:\n", 40, temperature=0, constraint=constraint)
-    fast, _ = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 40, 3,
+    fast = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 40, 3,
                                      temperature=0, constraint=constraint)
     assert (fast.text, fast.stop_reason) == (plain.text, plain.stop_reason)
 
@@ -234,5 +239,5 @@ def test_greedy_speculative_with_a_constraint_equals_constrained_generate(tiny, 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_sampled_speculative_text_satisfies_the_constraint(tiny, tok, trigram, seed):
     constraint = slm.ChoiceConstraint(["PETRUCHIO", "KATHARINA", "BIANCA"], tok)
-    out, _ = slm.speculative_decode(tiny, trigram, tok, "A", 40, 4, seed=seed, constraint=constraint)
+    out = slm.speculative_decode(tiny, trigram, tok, "A", 40, 4, seed=seed, constraint=constraint)
     assert out.stop_reason == "constraint" and out.text in ("PETRUCHIO", "KATHARINA", "BIANCA")

@@ -154,11 +154,27 @@
       caption.textContent = spec.caption || "";
       root.setAttribute("data-state", idx.join(","));
     }
-    inputs.forEach(function (inp) { inp.addEventListener("input", update); });
+    inputs.forEach(function (inp) {
+      inp.addEventListener("input", update);
+      // in JupyterLab the arrow keys would otherwise also move the active cell
+      inp.addEventListener("keydown", function (e) { e.stopPropagation(); });
+    });
     update();
   }
-  window.KernelFree = { draw: draw, mount: mount, palette: PALETTE };
+  // Mount every figure on the page that has not been mounted, one by one: a figure without
+  // its data (an unrun or untrusted notebook in another JupyterLab tab strips the JSON) is
+  // skipped, and one that fails to draw is marked and reported without stopping the others.
+  function mountAll() {
+    document.querySelectorAll(".kernel-free-figure:not([data-state])").forEach(function (root) {
+      if (!root.querySelector("script[type='application/json']")) return;
+      try {
+        mount(root);
+      } catch (e) {
+        root.setAttribute("data-state", "failed");
+        if (window.console) console.warn("kernel-free figure " + root.id + " failed to draw:", e);
+      }
+    });
+  }
+  window.KernelFree = { draw: draw, mount: mount, mountAll: mountAll, palette: PALETTE };
 })();
-document.querySelectorAll(".kernel-free-figure:not([data-state])").forEach(function (root) {
-  window.KernelFree.mount(root);
-});
+window.KernelFree.mountAll();

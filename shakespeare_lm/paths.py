@@ -1,0 +1,21 @@
+"""Where the package's files live: the one definition of the repository's folders.
+
+The package sits in the repository (``pip install -e .``), so the data, the run folders and
+the notebooks are found from this file's place, never from the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent      # the repository
+DATA_DIR = ROOT / "data"                           # corpus and shipped weights
+TRAIN_FILE = DATA_DIR / "shakespeare_train.txt"
+HELDOUT_FILE = DATA_DIR / "shakespeare_heldout.txt"
+# chapter 4's results (git-ignored); SLM_CACHE_DIR moves them (the cross-environment output
+# check of tests/test_portable_outputs.py starts from an empty one)
+CACHE_DIR = Path(os.environ.get("SLM_CACHE_DIR") or ROOT / "cache")
+RUNS_DIR = ROOT / "runs"                           # training runs (git-ignored)
+NOTEBOOKS_DIR = ROOT / "notebooks"
+NUMERICS_ENV = ROOT / "numerics.env"                # the pinned numerics (see outputs.py)

@@ -1,0 +1,48 @@
+"""What generation costs: a roofline model of prefill and decode, and probes of this machine.
+
+A forward pass does some floating-point operations (FLOPs) and moves some bytes from memory.
+On hardware with peak ``peak_flops`` FLOP/s and ``bandwidth`` bytes/s, it takes at least
+
+    max(FLOPs / peak_flops, bytes / bandwidth)              (Williams et al. 2009)
+
+and whichever term is larger is the *binding limit*. Their ratio, FLOPs per byte, is the
+pass's *arithmetic intensity*; the hardware's ``peak_flops / bandwidth`` is its ridge point.
+Prefill runs the whole prompt through the weights in one pass (many FLOPs per weight read);
+decode runs one token per sequence (two FLOPs per weight read), so it is memory-bound until
+the batch is large (Pope et al. 2023).
+
+Counting: every weight is read once per pass and used for 2 FLOPs per token (a multiply and
+an add); attention adds 4 * d_model FLOPs per layer for each (query, visible key) pair, and
+the KV cache adds its reads (the cached context) and writes (the new tokens). Activations are
+not counted. ``weights_only=True`` counts the weights alone, as the source text's worked
+examples do.
+
+The package has one module per job, and this module re-exports their public names, so
+``from shakespeare_lm import roofline as rf`` gives all of them:
+
+- ``roofline.analytic``: the formulas (``Hardware``, ``ModelSpec``, presets, pass costs);
+- ``roofline.measure``: probes of this machine and timings of our model;
+- ``roofline.charts``: figure specs for the static site, with ``ROOFLINE_JS``, the
+  JavaScript copy of the formulas.
+"""
+
+
+from .analytic import (HARDWARE, MODELS, Hardware, ModelSpec, PassCost, answer_seconds,
+                       attainable_flops, count_params, decode_cost, decode_tokens_per_s,
+                       knee_batch, kv_cache_bytes, max_batch_for_memory, pass_bytes, pass_cost,
+                       pass_flops, prefill_cost, throughput_knee, time_to_first_token)
+from .charts import (EXPLORER_MODELS, EXPLORER_SLIDERS, ROOFLINE_JS, explorer_chart,
+                     explorer_setting, prefill_decode_chart, prefill_decode_figure,
+                     roofline_chart, roofline_explorer)
+from .measure import (measure_bandwidth, measure_hardware, measure_matmul_flops,
+                      measure_model_costs)
+
+__all__ = [
+    "HARDWARE", "MODELS", "Hardware", "ModelSpec", "PassCost", "answer_seconds",
+    "attainable_flops", "count_params", "decode_cost", "decode_tokens_per_s", "knee_batch",
+    "kv_cache_bytes", "max_batch_for_memory", "pass_bytes", "pass_cost", "pass_flops",
+    "prefill_cost", "throughput_knee", "time_to_first_token",
+    "EXPLORER_MODELS", "EXPLORER_SLIDERS", "ROOFLINE_JS", "explorer_chart", "explorer_setting",
+    "prefill_decode_chart", "prefill_decode_figure", "roofline_chart", "roofline_explorer",
+    "measure_bandwidth", "measure_hardware", "measure_matmul_flops", "measure_model_costs",
+]

@@ -1,0 +1,340 @@
+"""Speculative decoding: a cheap draft proposes, the target verifies, the output is exact.
+
+Leviathan, Kalman and Matias 2023; Chen et al. 2023. One round, with the text so far ``x``
+of length n (the target's KV cache holds ``x[:-1]``):
+
+1. ``draft_tokens``: the draft proposes d_1..d_g, each drawn from its shaped distribution q_i;
+2. ``verify_pass``: the target reads ``x[-1], d_1..d_g`` in ONE forward pass on its cache and
+   returns g + 1 next-token distributions p_1..p_{g+1};
+3. ``accept_reject``: d_i is kept with probability min(1, p_i(d_i) / q_i(d_i)), in order; at
+   the first rejection a token is drawn from the residual max(p_i - q_i, 0) (normalised) and
+   the round ends; if all g are kept, a bonus token is drawn from p_{g+1};
+4. ``rollback``: both KV caches forget the rejected proposals.
+
+Whatever the draft, every emitted token has the target's distribution; the draft decides
+only how many tokens one target pass yields. p and q are both shaped by the one
+``shakespeare_lm.sampler.Sampler``, so they see the same rules, penalties and constraint.
+Greedy decoding (temperature 0) is the same rule with one-hot p and q: a proposal survives
+when it is the target's argmax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ..checks import as_prompt_list, check_count, check_max_new_tokens, encode_prompts
+from ..generate import Generation, Timings, prefill
+from ..model import Transformer
+from ..sampler import FREE, DecodingConfig, Sampler, history_tensor
+from ..timing import Stopwatch, model_device
+from .drafts import Draft, as_draft
+from .stats import SpeculativeStats
+
+VERIFIERS = ("exact", "no_residual")
+
+
+# --- the round's steps ------------------------------------------------------------------
+def draft_tokens(draft: Draft, seq: list[int], gamma: int, sampler: Sampler,
+                 gen: torch.Generator, device, state=FREE) -> tuple[list[int], torch.Tensor, list]:
+    """Up to gamma proposals after seq, drawn one by one from the draft's distribution q
+    shaped by ``sampler``. Returns (ids, q (g, V), the constraint's states before each
+    proposal and after the last: g + 1). Drafting stops early when the draft has nothing
+    to propose, or proposes only characters the constraint forbids."""
+    c = sampler.constraint if state is not FREE else None
+    proposals, qs, states = [], [], [state]
+    for _ in range(gamma):
+        if c is not None and not c.can_continue(states[-1]):
+            break  # the constraint is complete: nothing may follow
+        logits = draft.next_logits(seq + proposals)
+        if logits is None:
+            break
+        history = history_tensor([seq + proposals], device) if sampler.needs_history else None
+        allowed = None if c is None else sampler.allowed([states[-1]])
+        shaped = sampler.shape(logits.to(device)[None], history, allowed)
+        if not bool(torch.isfinite(shaped).any()):
+            break  # every character the draft would propose is forbidden: no proposal
+        q = sampler.distribution(shaped)
+        proposals.append(int(torch.multinomial(q, 1, generator=gen)))
+        qs.append(q)
+        if c is not None:
+            states.append(c.advance(states[-1], proposals[-1]))
+    V = qs[0].shape[-1] if qs else 0
+    q = torch.cat(qs) if qs else torch.zeros(0, V, device=device)
+    return proposals, q, states
+
+
+@torch.no_grad()
+def verify_pass(target: Transformer, seq: list[int], proposals: list[int]) -> torch.Tensor:
+    """ONE target forward pass over seq[-1] and the proposals at slots len(seq)-1 onward
+    (the cache holds seq[:-1]): logits (g + 1, V) for the token after each of them."""
+    device = model_device(target)
+    n = len(seq)
+    idx = torch.tensor([[seq[-1], *proposals]], device=device)
+    return target(idx, torch.arange(n - 1, n + len(proposals), device=device))[0]
+
+
+def target_distributions(sampler: Sampler, logits: torch.Tensor, seq: list[int],
+                         proposals: list[int], states: list) -> torch.Tensor:
+    """p (g + 1, V): the target's logits after seq + proposals[:i] shaped by ``sampler``."""
+    history = None
+    if sampler.needs_history:
+        history = history_tensor([seq + proposals[:i] for i in range(len(proposals) + 1)],
+                                 logits.device)
+    allowed = None
+    if sampler.constraint is not None and states[0] is not FREE:
+        c = sampler.constraint  # a complete constraint's row is never used: leave it open
+        allowed = sampler.allowed([st if c.can_continue(st) else FREE for st in states])
+    return sampler.probs(logits, history, allowed)
+
+
+def accept_reject(p: torch.Tensor, q: torch.Tensor, proposals: list[int],
+                  gen: torch.Generator, verifier: str = "exact") -> tuple[int, int]:
+    """The verification rule. p (g + 1, V) target and q (g, V) draft probabilities, g
+    proposals -> (k accepted, the next token). ``verifier="no_residual"`` is a deliberate bug:
+    it resamples from p instead of the residual, which skews the output towards the draft."""
+    g = len(proposals)
+    k = g
+    if g:
+        rows = torch.arange(g, device=p.device)
+        d = torch.tensor(proposals, device=p.device)
+        ratio = p[rows, d] / q[rows, d]                  # q(d) > 0: d was drawn from q
+        u = torch.rand(g, generator=gen, device=p.device)
+        rejected = (u >= ratio).nonzero()                # accept with probability min(1, p/q)
+        k = int(rejected[0, 0]) if len(rejected) else g
+    if k == g:
+        nxt = p[g]                                       # all kept: a bonus token from p
+    elif verifier == "exact":
+        nxt = (p[k] - q[k]).clamp(min=0)                 # the mass where p exceeds q
+        if not nxt.sum() > 0:                            # p == q up to rounding: residual is p
+            nxt = p[k]
+    else:
+        nxt = p[k]                                       # the bug: no residual correction
+    return k, int(torch.multinomial(nxt / nxt.sum(), 1, generator=gen))
+
+
+def rollback(target: Transformer, draft: Draft, length: int) -> None:
+    """Keep the first ``length`` slots of both caches; the rejected proposals are forgotten."""
+    target.active_cache.truncate(length)
+    draft.rollback(length)
+
+
+@dataclass
+class Round:
+    """One draft-and-verify round: the proposals, how many survived, the token that follows."""
+
+    proposals: list[int]
+    accepted: int
+    token: int                 # the residual draw at the first rejection, or the bonus token
+    p: torch.Tensor            # (g + 1, V) target probabilities after the rules
+    q: torch.Tensor            # (g, V) draft probabilities after the rules
+    logits: torch.Tensor       # (g + 1, V) raw target logits
+    draft_s: float
+    target_s: float
+
+    @property
+    def new_tokens(self) -> list[int]:
+        return self.proposals[: self.accepted] + [self.token]
+
+
+def speculative_round(target: Transformer, draft: Draft, seq: list[int], gamma: int,
+                      sampler: Sampler, gen: torch.Generator, verifier: str = "exact",
+                      state=FREE) -> Round:
+    """Draft up to gamma tokens after seq, verify them in one target pass, keep the accepted
+    prefix and one more token, and roll both caches back to seq + the accepted proposals.
+    The target's cache must hold seq[:-1]. The sampler's constraint, in ``state``, masks p
+    and q alike."""
+    device = model_device(target)
+    with Stopwatch(device) as sw_draft:
+        proposals, q, states = draft_tokens(draft, seq, gamma, sampler, gen, device, state)
+    with Stopwatch(device) as sw_target:
+        logits = verify_pass(target, seq, proposals)
+        p = target_distributions(sampler, logits, seq, proposals, states)
+        k, token = accept_reject(p, q, proposals, gen, verifier)
+        if k < len(proposals):  # with every proposal kept there is nothing to forget
+            rollback(target, draft, len(seq) + k)
+    return Round(proposals, k, token, p, q, logits, sw_draft.seconds, sw_target.seconds)
+
+
+# --- the decoder ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class SpeculativeSetup:
+    """Everything ``speculative_decode`` checked once: the draft, ids, budget, sampler."""
+
+    drafter: Draft
+    ids: list[int]
+    budget: int
+    sampler: Sampler
+    device: torch.device
+
+
+def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, verifier: str,
+          config: DecodingConfig, constraint=None) -> SpeculativeSetup:
+    """Check every argument once; wrap the draft."""
+    if not isinstance(target, Transformer):
+        raise TypeError(f"target must be a shakespeare_lm Transformer, got {type(target).__name__}")
+    ids = encode_prompts(tok, prompt)[0]
+    check_max_new_tokens(max_new_tokens)
+    check_count("gamma", gamma, 1, hint=" (draft tokens per round)")
+    if verifier not in VERIFIERS:
+        raise ValueError(f"verifier={verifier!r} is invalid: verifier must be one of {VERIFIERS}")
+    config.check_stop_characters(tok)
+    sampler = Sampler(config, constraint, target.config.vocab_size)
+    drafter = as_draft(draft, target)
+    block = min(target.config.block_size, getattr(drafter, "block_size", target.config.block_size))
+    if len(ids) > block:
+        raise ValueError(f"prompt has {len(ids)} characters but the context window is {block}; "
+                         f"keep its last {block} characters (prompt[-{block}:]) or fewer")
+    budget = min(max_new_tokens, block - len(ids))
+    return SpeculativeSetup(drafter, ids, budget, sampler, model_device(target))
+
+
+def prefill_both(target: Transformer, drafter: Draft, ids: list[int], max_len: int):
+    """Set up the target's cache, fill it with ids[:-1] (every new token then comes from a
+    round) and start the draft on ids. Returns the target's cache handle."""
+    device = model_device(target)
+    cache = target.cache(1, max_len)
+    try:
+        if len(ids) > 1:
+            prefill(target, torch.tensor([ids[:-1]], device=device),
+                    torch.arange(len(ids) - 1, device=device))
+        drafter.start(ids, max_len)
+    except BaseException:
+        cache.close()
+        raise
+    return cache
+
+
+@dataclass
+class SpeculativeGeneration(Generation):
+    """A ``Generation`` by speculative decoding, with what the rounds did (``stats``)."""
+
+    stats: SpeculativeStats | None = None
+
+
+@dataclass
+class _Progress:
+    """The text of one speculative decode so far, and why it ended."""
+
+    seq: list[int]
+    ids: list[int]
+    logprobs: list[float]
+    text: str = ""
+    reason: str | None = None
+    state: object = FREE
+
+
+def _emit(progress: _Progress, rnd: Round, tok, sampler: Sampler, budget: int,
+          max_new_tokens: int) -> None:
+    """Append a round's new tokens until one ends the text (stop, constraint, budget)."""
+    c, stops = sampler.constraint, sampler.config.stop
+    max_stop = max((len(s) for s in stops), default=0)
+    new = rnd.new_tokens
+    logp = torch.log_softmax(rnd.logits[: len(new)].float(), dim=-1)
+    logp = logp.gather(-1, torch.tensor(new, device=logp.device)[:, None])[:, 0].tolist()
+    for t, lp in zip(new, logp):
+        progress.seq.append(t)
+        progress.ids.append(t)
+        progress.logprobs.append(lp)
+        progress.text += tok.chars[t]
+        if c is not None:
+            progress.state = c.advance(progress.state, t)
+        if stops and any(progress.text[-max_stop:].endswith(s) for s in stops):
+            progress.reason = "stop_sequence"
+        elif c is not None and c.is_accepting(progress.state) and not c.can_continue(progress.state):
+            progress.reason = "constraint"
+        elif len(progress.ids) == budget:
+            progress.reason = "max_tokens" if budget == max_new_tokens else "context_window"
+        if progress.reason:
+            return
+
+
+def _decode_one(target, tok, su: SpeculativeSetup, prompt: str, max_new_tokens: int,
+                gamma: int, verifier: str, gen: torch.Generator) -> SpeculativeGeneration:
+    """Rounds until the text ends; timings and statistics of the whole decode."""
+    stats = SpeculativeStats(su.drafter.name, gamma, verifier,
+                             position_tested=[0] * gamma, position_accepted=[0] * gamma)
+    c = su.sampler.constraint
+    run = _Progress(list(su.ids), [], [], state=FREE if c is None else c.start())
+    run.reason = None if su.budget else ("max_tokens" if max_new_tokens == 0 else "context_window")
+    ttft = 0.0
+    try:
+        with Stopwatch(su.device) as sw_total:
+            with Stopwatch(su.device) as sw_prefill:
+                prefill_both(target, su.drafter, run.seq, len(run.seq) + su.budget)
+            while run.reason is None:
+                g = min(gamma, su.budget - len(run.ids) - 1)  # never draft past the budget
+                if c is not None:
+                    su.sampler.allowed([run.state], [run.text])  # raises if nothing is allowed
+                rnd = speculative_round(target, su.drafter, run.seq, g, su.sampler, gen,
+                                        verifier, run.state)
+                stats.record(rnd)
+                _emit(run, rnd, tok, su.sampler, su.budget, max_new_tokens)
+                if stats.target_passes == 1:  # the first round ends with the first token
+                    ttft = sw_prefill.seconds + stats.draft_s + stats.target_s
+    finally:
+        if target.active_cache is not None:
+            target.active_cache.close()
+        su.drafter.finish()
+    timings = Timings(sw_prefill.seconds, ttft, max(sw_total.seconds - ttft, 0.0),
+                      len(run.ids), 1, str(su.device))
+    return SpeculativeGeneration(prompt, run.text, run.ids, run.logprobs, run.reason, timings,
+                                 stats)
+
+
+@torch.no_grad()
+def speculative_decode(target: Transformer, draft, tok, prompt: str | list[str],
+                       max_new_tokens: int, gamma: int, *, constraint=None,
+                       verifier: str = "exact", config: DecodingConfig | None = None,
+                       **settings) -> SpeculativeGeneration | list[SpeculativeGeneration]:
+    """Continue ``prompt`` with the target's distribution, drafting gamma tokens ahead.
+
+    ``draft``: a Transformer (its own KV cache) or any ``Draft``. The decoding settings (a
+    ``DecodingConfig`` or its fields as keywords, as in ``generate``) and a ``constraint``
+    shape both p and q through one ``Sampler``; temperature=0 is greedy and returns exactly
+    the target's greedy text. ``verifier="no_residual"`` is a deliberately wrong rule, for
+    tests. A list of prompts is decoded one text after another (one generator). Returns a
+    ``SpeculativeGeneration`` (a list for a list of prompts) whose ``.stats`` say what the
+    rounds did. Leviathan et al. 2023, Chen et al. 2023.
+    """
+    cfg = DecodingConfig.from_settings(config, **settings)
+    prompts = as_prompt_list(prompt)
+    setups = [setup(target, draft, tok, p, max_new_tokens, gamma, verifier, cfg, constraint)
+              for p in prompts]
+    gen = cfg.generator(model_device(target))
+    out = [_decode_one(target, tok, su, p, max_new_tokens, gamma, verifier, gen)
+           for su, p in zip(setups, prompts)]
+    return out[0] if isinstance(prompt, str) else out
+
+
+@torch.no_grad()
+def next_token_counts(target: Transformer, draft, tok, prompt: str, n_samples: int, gamma: int,
+                      *, verifier: str = "exact", config: DecodingConfig | None = None,
+                      **settings) -> tuple[torch.Tensor, torch.Tensor]:
+    """Run ``n_samples`` independent rounds from the same prompt and count the first token
+    each emits; the caches are rolled back to the prompt after every round. Returns
+    (counts (V,), the target's exact next-token probabilities (V,)) for a goodness-of-fit test."""
+    check_count("n_samples", n_samples, 1)
+    cfg = DecodingConfig.from_settings(config, **settings)
+    su = setup(target, draft, tok, prompt, gamma + 1, gamma, verifier, cfg)
+    if su.budget < gamma + 1:
+        raise ValueError(f"prompt of {len(su.ids)} characters leaves no room for {gamma} draft "
+                         "tokens in the context window")
+    gen = cfg.generator(su.device)
+    seq = list(su.ids)
+    counts = torch.zeros(target.config.vocab_size, dtype=torch.long)
+    try:
+        with prefill_both(target, su.drafter, seq, len(seq) + gamma + 1) as cache:
+            for _ in range(n_samples):
+                rnd = speculative_round(target, su.drafter, seq, gamma, su.sampler, gen, verifier)
+                counts[rnd.new_tokens[0]] += 1
+                rollback(target, su.drafter, len(seq) - 1)  # back to the prompt
+            cache.truncate(0)
+            logits = prefill(target, torch.tensor([seq], device=su.device),
+                             torch.arange(len(seq), device=su.device))
+            exact = su.sampler.probs(logits, history_tensor([seq], su.device)
+                                     if su.sampler.needs_history else None)[0]
+    finally:
+        su.drafter.finish()
+    return counts, exact.cpu()

@@ -1,0 +1,216 @@
+"""Drafts for speculative decoding: what proposes the tokens the target verifies.
+
+They share one small interface (``Draft``): a smoothed character n-gram counted from the
+training text (``NGramDraft``), a small transformer with its own KV cache (``ModelDraft``),
+and prompt lookup (``PromptLookupDraft``, Saxena 2023).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+
+from ..generate import decode_one_token, prefill
+from ..model import Transformer
+from ..paths import TRAIN_FILE
+from ..timing import model_device
+
+
+# --- drafts ---------------------------------------------------------------------------
+@runtime_checkable
+class Draft(Protocol):
+    """What speculative decoding asks of a proposer."""
+
+    name: str
+
+    def start(self, ids: list[int], max_len: int) -> None:
+        """A new text begins with ``ids``; it will grow to at most ``max_len`` ids."""
+
+    def next_logits(self, ids: list[int]) -> torch.Tensor | None:
+        """Logits (V,) for the id after ``ids`` (which extends the previous call's ids);
+        None when the draft has nothing to propose."""
+
+    def rollback(self, length: int) -> None:
+        """Forget everything past ``ids[:length]``: those ids were rejected."""
+
+    def finish(self) -> None:
+        """The text is done: release any state."""
+
+
+class ModelDraft:
+    """A (small) transformer as the draft, with its own KV cache that is cut back on rejection."""
+
+    def __init__(self, model: Transformer, name: str = "transformer"):
+        self.model, self.name = model, name
+        self.fed: list[int] = []  # the ids whose keys and values are in the cache
+        self.device = model_device(model)
+        self.cache = None         # the model's KV cache handle while a text is decoded
+
+    @property
+    def block_size(self) -> int:
+        return self.model.config.block_size
+
+    def start(self, ids: list[int], max_len: int) -> None:
+        self.device = device = model_device(self.model)
+        self.cache = self.model.cache(1, max_len)
+        self.fed = []
+        if len(ids) > 1:  # all but the last id: next_logits feeds what is new
+            prefill(self.model, torch.tensor([ids[:-1]], device=device),
+                    torch.arange(len(ids) - 1, device=device))
+            self.fed = list(ids[:-1])
+
+    def next_logits(self, ids: list[int]) -> torch.Tensor:
+        n = len(self.fed)
+        if len(ids) <= n or ids[:n] != self.fed:
+            raise RuntimeError("ModelDraft.next_logits: ids must extend the ids already in "
+                               "the cache; call rollback(length) after a rejection")
+        device = self.device
+        new = ids[n:]  # one id, or two after a round that accepted every proposal
+        if len(new) == 1:
+            logits = decode_one_token(self.model, torch.tensor([new], device=device),
+                                      torch.tensor([n], device=device))
+        else:
+            logits = prefill(self.model, torch.tensor([new], device=device),
+                             torch.arange(n, len(ids), device=device))
+        self.fed = list(ids)
+        return logits[0]
+
+    def rollback(self, length: int) -> None:
+        if length < len(self.fed):
+            self.cache.truncate(length)
+            self.fed = self.fed[:length]
+
+    def finish(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+        self.cache, self.fed = None, []
+
+
+def _encode_array(tok, text: str) -> np.ndarray:
+    """Text -> int64 ids quickly (the training text has millions of characters)."""
+    if all(ord(c) < 256 for c in tok.chars):
+        lookup = np.full(256, -1, dtype=np.int64)
+        lookup[[ord(c) for c in tok.chars]] = np.arange(tok.vocab_size)
+        ids = lookup[np.frombuffer(text.encode("latin-1", errors="replace"), dtype=np.uint8)]
+        if (ids >= 0).all():
+            return ids
+    return np.asarray(tok.encode(text), dtype=np.int64)  # names the offending character
+
+
+class NGramDraft:
+    """A character n-gram model counted from text, as a draft with no parameters to train.
+
+    Smoothing interpolates each order with the one below it (a Dirichlet prior with
+    ``smoothing`` pseudo-counts on the shorter context's estimate, down to uniform), so every
+    character has some probability and unseen contexts fall back to shorter ones. Contexts
+    shorter than ``order - 1`` (the very start of a text) use the lower-order tables.
+    """
+
+    MAX_ORDER = 4  # dense tables: V^order entries (63^4 is 16M floats)
+
+    def __init__(self, tok, order: int = 3, smoothing: float = 1.0, text: str | None = None):
+        if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= self.MAX_ORDER:
+            raise ValueError(f"order={order!r} is invalid: order must be an integer in "
+                             f"[1, {self.MAX_ORDER}] (3 is a trigram)")
+        if not isinstance(smoothing, (int, float)) or not smoothing > 0 or not math.isfinite(smoothing):
+            raise ValueError(f"smoothing={smoothing!r} is invalid: smoothing must be a number > 0")
+        if text is None:
+            text = TRAIN_FILE.read_text(encoding="utf-8")
+        V = tok.vocab_size
+        ids = _encode_array(tok, text)
+        if len(ids) < order:
+            raise ValueError(f"text of {len(ids)} characters is too short to count {order}-grams")
+        self.name, self.order, self.vocab_size = f"{order}-gram", order, V
+        probs = np.full((1, V), 1.0 / V)  # order 0: uniform
+        self.log_tables: list[torch.Tensor] = []  # [k]: (V^k, V) log P(next | last k ids)
+        for k in range(order):
+            code = np.zeros(len(ids) - k, dtype=np.int64)
+            for j in range(k + 1):  # base-V number of the (k+1)-gram, oldest id most significant
+                code = code * V + ids[j : len(ids) - k + j]
+            counts = np.bincount(code, minlength=V ** (k + 1)).reshape(V**k, V).astype(np.float64)
+            prior = probs[np.arange(V**k) % max(V ** (k - 1), 1)] if k else probs
+            probs = (counts + smoothing * prior) / (counts.sum(1, keepdims=True) + smoothing)
+            self.log_tables.append(torch.from_numpy(np.log(probs)).float())
+
+    def distribution(self, ids: list[int]) -> torch.Tensor:
+        """log P(next | ids) (V,) from the last ``order - 1`` ids (fewer at the start)."""
+        k = min(self.order - 1, len(ids))
+        index = 0
+        for i in ids[len(ids) - k:]:
+            index = index * self.vocab_size + i
+        return self.log_tables[k][index]
+
+    def start(self, ids: list[int], max_len: int) -> None:
+        pass
+
+    def next_logits(self, ids: list[int]) -> torch.Tensor:
+        return self.distribution(ids)
+
+    def rollback(self, length: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+class PromptLookupDraft:
+    """Prompt lookup (Saxena 2023): find the most recent earlier occurrence of the last n ids
+    (n from ``max_ngram`` down to ``min_ngram``) and propose the id that followed it, with
+    certainty (q is one-hot). No match: no proposal, and the round is a plain decode step."""
+
+    def __init__(self, vocab_size: int, max_ngram: int = 8, min_ngram: int = 3):
+        if isinstance(min_ngram, bool) or not isinstance(min_ngram, int) or min_ngram < 1:
+            raise ValueError(f"min_ngram={min_ngram!r} is invalid: it must be an integer >= 1")
+        if isinstance(max_ngram, bool) or not isinstance(max_ngram, int) or max_ngram < min_ngram:
+            raise ValueError(f"max_ngram={max_ngram!r} is invalid: it must be an integer "
+                             f">= min_ngram={min_ngram}")
+        if vocab_size > 256:
+            raise ValueError(f"vocab_size={vocab_size} is invalid: prompt lookup here searches "
+                             "bytes, so at most 256 ids")
+        self.vocab_size, self.max_ngram, self.min_ngram = vocab_size, max_ngram, min_ngram
+        self.name = "prompt lookup"
+
+    def lookup(self, ids: list[int]) -> int | None:
+        """The id that followed the latest earlier match of the longest suffix, or None."""
+        text = bytes(ids)
+        for n in range(min(self.max_ngram, len(ids) - 1), self.min_ngram - 1, -1):
+            j = text.rfind(text[-n:], 0, len(ids) - 1)  # a match that ends before the last id
+            if j >= 0:
+                return ids[j + n]
+        return None
+
+    def start(self, ids: list[int], max_len: int) -> None:
+        pass
+
+    def next_logits(self, ids: list[int]) -> torch.Tensor | None:
+        nxt = self.lookup(ids)
+        if nxt is None:
+            return None
+        logits = torch.full((self.vocab_size,), float("-inf"))
+        logits[nxt] = 0.0
+        return logits
+
+    def rollback(self, length: int) -> None:
+        pass
+
+    def finish(self) -> None:
+        pass
+
+
+def as_draft(draft, target: Transformer) -> Draft:
+    """A ``Draft`` from a Transformer (wrapped in ``ModelDraft``) or a ``Draft`` itself."""
+    if isinstance(draft, Transformer):
+        if draft.config.vocab_size != target.config.vocab_size:
+            raise ValueError(f"draft vocab_size={draft.config.vocab_size} does not match the "
+                             f"target's vocab_size={target.config.vocab_size}")
+        if draft is target:  # one module cannot hold two caches: draft with a copy
+            return ModelDraft(copy.deepcopy(target), name="target itself")
+        return ModelDraft(draft)
+    if isinstance(draft, Draft):
+        return draft
+    raise TypeError(f"draft must be a Transformer or a Draft (NGramDraft, ModelDraft, "
+                    f"PromptLookupDraft), got {type(draft).__name__}")
