@@ -5,7 +5,7 @@
     g = slm.generate(model, tok, "KATHARINA:\\n", 200, temperature=0.8, seed=0)
 """
 
-from . import constrained, rules, speculative
+from . import constrained, live, rules, speculative
 from .beam import beam_search
 from .constrained import (BracketListConstraint, ChoiceConstraint, Constraint, ConstraintError,
                           RegexConstraint, exact_distributions, rejection_sample, total_variation)
@@ -21,7 +21,7 @@ __all__ = [
     "BracketListConstraint", "CharTokenizer", "ChoiceConstraint", "Constraint",
     "ConstraintError", "Generation", "KVCache", "ModelConfig", "PRESETS", "RegexConstraint",
     "Timings", "Transformer", "WeightsError", "beam_search", "constrained", "decode_n_tokens",
-    "decode_one_token", "exact_distributions", "generate", "load_model", "load_pretrained",
+    "decode_one_token", "exact_distributions", "generate", "live", "load_model", "load_pretrained",
     "make_model", "prefill", "rejection_sample", "rules", "save_model", "score_continuations",
     "speculative", "speculative_decode", "total_variation",
 ]
