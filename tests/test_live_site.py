@@ -186,6 +186,7 @@ def bench(n: int = 400, repeats: int = 3) -> dict:
             page.goto((SITE / PAGE).as_uri())
             page.wait_for_function(READY)
             ready.append(page.evaluate("slm.ready.then(() => performance.now())"))
+            out["phases_ms"] = page.evaluate("slm.timings")
             page.close()
         page = b.new_page()
         page.goto((SITE / PAGE).as_uri())

@@ -20,7 +20,8 @@
   var LIVE = me.substring(0, me.lastIndexOf("/") + 1) + "live/";
   var RULES = ["temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta"];
   var KNOWN = ["repetition_penalty"].concat(RULES, ["stop"]);
-  var scripts = {}, models = {}, ortPromise = null;
+  var scripts = {}, models = {}, ortPromise = null, timings = {};
+  function mark(what) { timings[what] = Math.round(performance.now()); }  // ms since navigation
 
   // --- loading: scripts, then gzip+base64 -> bytes, then an ONNX Runtime session -------
   function loadScript(name) {
@@ -53,7 +54,9 @@
     if (!ortPromise) ortPromise = Promise.all([loadScript("ort.wasm.min.js"), loadScript("ort_wasm.js")])
       .then(function () {
         var a = asset("ort");
+        mark("runtime scripts");
         return unpack(a.wasm_gz_b64).then(function (wasm) {
+          mark("wasm bytes");
           var ort = window.ort;
           ort.env.wasm.numThreads = 1;  // no SharedArrayBuffer on a file:// page
           ort.env.wasm.proxy = false;
@@ -68,18 +71,21 @@
   /** The model `name` ("shakespeare" or "draft"): a Promise of {name, config, chars, session}. */
   function load(name) {
     name = name || "shakespeare";
-    if (!models[name]) models[name] = Promise.all([loadOrt(), loadScript("model_" + name + ".js"),
-                                                   loadScript("rules_explorer.js")])
-      .then(function (r) {
-        var a = asset("model_" + name);
-        return unpack(a.onnx_gz_b64).then(function (bytes) {
-          return r[0].InferenceSession.create(bytes, { executionProviders: ["wasm"],
-                                                       graphOptimizationLevel: "all" });
-        }).then(function (session) {
+    if (models[name]) return models[name];
+    var a;
+    var bytes = loadScript("model_" + name + ".js").then(function () {  // unpacked while the runtime compiles
+      a = asset("model_" + name);
+      return unpack(a.onnx_gz_b64);
+    });
+    models[name] = Promise.all([loadOrt(), bytes, loadScript("rules_explorer.js")]).then(function (r) {
+      mark(name + " bytes");
+      return r[0].InferenceSession.create(r[1], { executionProviders: ["wasm"], graphOptimizationLevel: "all" })
+        .then(function (session) {
+          mark(name + " session");
           a.config.head_dim = a.config.d_model / a.config.n_head;
           return { name: name, config: a.config, chars: a.chars, session: session, ort: r[0] };
         });
-      });
+    });
     return models[name];
   }
 
@@ -304,7 +310,7 @@
   window.slm = {
     ready: load("shakespeare").then(function (m) { window.slm.chars = m.chars; window.slm.config = m.config; return window.slm; }),
     load: load, nextDistribution: nextDistribution, generate: generate, sample: sample,
-    speculative: speculative,
+    speculative: speculative, timings: timings,
     encode: function (text) { return load().then(function (m) { return encode(m, text); }); },
     tokenize: encode,
     Stream: Stream, checkSettings: checkSettings, shaped: shaped, generator: generator, draw: draw,
