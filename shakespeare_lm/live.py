@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import html
 import json
-import uuid
 
 KINDS = {
     "truncation": "Your context, every truncation rule, and continuations under them",
@@ -31,7 +30,7 @@ DEFAULT_CONTEXT = "KATHARINA:\nMoved! in good time: let him that moved you "
 # explorers once per page; they mount every .slm-live element.
 _LOADER = """(function () {
   var root = document.documentElement.getAttribute("data-content_root");
-  var box = document.getElementById("%(id)s");
+  var box = document.currentScript.parentNode;
   if (root === null) {
     box.querySelector(".slm-fallback").textContent = "The live model runs on the book's static " +
       "site (make book, then open _build/html/index.html); in JupyterLab, use the chapter's ipywidgets explorer.";
@@ -53,15 +52,15 @@ def explorer_html(kind: str = "truncation", context: str = DEFAULT_CONTEXT, seed
         raise ValueError(f"kind={kind!r} is invalid: kind must be one of {sorted(KINDS)}")
     if not context:
         raise ValueError("context is empty: the model needs at least one character")
-    fid = "slm-live-" + uuid.uuid4().hex[:10]
     config = {"kind": kind, "context": context, "seed": int(seed), "title": title or KINDS[kind]}
     payload = json.dumps(config).replace("</", "<\\/")
-    return (f'<div class="slm-live" id="{fid}" data-kind="{kind}" style="font-family:sans-serif;'
+    # no random ids: a notebook's stored output must be the same on every run (nbval)
+    return (f'<div class="slm-live" data-kind="{kind}" style="font-family:sans-serif;'
             f'font-size:13px;margin:.5em 0;max-width:900px">'
             f'<script type="application/json">{payload}</script>'
             f'<div class="slm-fallback" style="color:#555">{html.escape(config["title"])}: '
             f'loading the live model\u2026</div>'
-            f'<script>{_LOADER % {"id": fid}}</script></div>')
+            f'<script>{_LOADER}</script></div>')
 
 
 def explorer(kind: str = "truncation", context: str = DEFAULT_CONTEXT, seed: int = 0,
