@@ -38,7 +38,14 @@ venv: $(STAMP)
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --ignore-scripts
 
-book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP)
+# the live model: ONNX graphs exported from data/*.safetensors (build outputs, never committed)
+ONNX := _build/onnx
+$(ONNX)/.stamp: $(STAMP) data/shakespeare.safetensors data/draft.safetensors shakespeare_lm/export.py
+	$(BIN)/python -m shakespeare_lm.export --out $(ONNX)
+	touch $@
+
+book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP) $(ONNX)/.stamp shakespeare_lm/book.py \
+                     $(wildcard shakespeare_lm/static/*.js)
 	$(BIN)/python -m shakespeare_lm.book vendor
 	touch $@
 

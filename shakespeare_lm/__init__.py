@@ -5,7 +5,7 @@
     g = slm.generate(model, tok, "KATHARINA:\\n", 200, temperature=0.8, seed=0)
 """
 
-from . import constrained, rules, speculative
+from . import constrained, live, rules, speculative
 from .automata import (BracketListConstraint, ChoiceConstraint, Constraint, ConstraintError,
                        RegexConstraint)
 from .beam import beam_search
@@ -25,8 +25,8 @@ __all__ = [
     "ConstraintError", "DecodingConfig", "Generation", "KVCache", "KVCacheHandle",
     "ModelConfig", "PRESETS", "RegexConstraint", "Sampler", "SpeculativeGeneration",
     "Timings", "Transformer", "WeightsError", "beam_search", "constrained",
-    "contrastive_search", "decode_n_tokens",
-    "decode_one_token", "exact_distributions", "generate", "load_model", "load_pretrained",
+    "contrastive_search", "decode_n_tokens", "decode_one_token", "exact_distributions",
+    "generate", "live", "load_model", "load_pretrained",
     "make_model", "prefill", "rejection_sample", "rules", "save_model", "score_continuations",
     "speculative", "speculative_decode", "total_variation",
 ]

@@ -14,23 +14,34 @@ under kernels that differ from the pinned ones.
 offline (MathJax, require.js, the ipywidgets HTML manager) from ``node_modules`` (filled by
 ``npm ci`` from ``package-lock.json``) into ``book/_vendor``, which Sphinx publishes as
 static files. Nothing is fetched from a CDN and nothing vendored is committed.
+
+It also vendors the live model (``book/_vendor/live``): ONNX Runtime Web's classic script,
+and, as generated ``.js`` files, its WebAssembly binary and the ONNX graphs that
+``python -m shakespeare_lm.export`` wrote (gzip, then base64). A page opened from
+``file://`` may not ``fetch``, but it may run a ``<script src>``, so every byte the live
+model needs arrives that way; ``book/_js/slm_runtime.js`` decodes them in the page.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import gzip
+import json
 import shutil
 import sys
 import time
 from pathlib import Path
 
+from .figures import STATIC_DIR as STATIC
 from .outputs import compare_notebook, pinned_numerics, unpinned
 from .paths import NOTEBOOKS_DIR as NOTEBOOKS
-from .paths import ROOT
+from .paths import ONNX_DIR, ROOT
 
 NODE_MODULES = ROOT / "node_modules"
 VENDOR = ROOT / "book" / "_vendor"
 _FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}
+ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
 
 
 def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
@@ -53,6 +64,54 @@ def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
             shutil.copy2(f, dest / "html-manager" / f.name)
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     print(f"vendored MathJax, require.js and the widget HTML manager into {dest} "
+          f"({size / 1e6:.1f} MB)")
+    vendor_live(src, dest / "live")
+
+
+def _packed(data: bytes) -> str:
+    """bytes -> base64 of their gzip (mtime 0, so a rebuild writes the same file)."""
+    return base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _asset_script(key: str, value) -> str:
+    """A classic script that stores ``value`` (JSON) under ``window.SLM_ASSETS[key]``."""
+    return ("window.SLM_ASSETS = window.SLM_ASSETS || {};\n"
+            f"window.SLM_ASSETS[{json.dumps(key)}] = {json.dumps(value, separators=(',', ':'))};\n")
+
+
+def _without_source_map(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("//# sourceMappingURL"))
+
+
+def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
+                onnx_dir: Path = ONNX_DIR) -> None:
+    """ONNX Runtime Web (its single-file classic build, the ES module that loads the
+    WebAssembly, the binary) and the exported models, as scripts the page can load from
+    ``file://``; and the JS decoding rules and chart code the runtime reuses."""
+    ort = src / "onnxruntime-web" / "dist"
+    vocab = onnx_dir / "vocab.json"
+    needed = [ort / f for f in ORT_FILES] + [vocab]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        raise SystemExit(f"missing {missing}: run `npm ci` and `python -m shakespeare_lm.export` "
+                         "first (make book does)")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    (dest / "ort.wasm.min.js").write_text(_without_source_map((ort / ORT_FILES[0]).read_text()))
+    (dest / "ort_wasm.js").write_text(_asset_script("ort", {
+        "version": json.loads((ort.parent / "package.json").read_text())["version"],
+        "glue": _without_source_map((ort / ORT_FILES[1]).read_text()),
+        "wasm_gz_b64": _packed((ort / ORT_FILES[2]).read_bytes())}))
+    meta = json.loads(vocab.read_text())
+    for name, config in meta["models"].items():
+        (dest / f"model_{name}.js").write_text(_asset_script("model_" + name, {
+            "name": name, "chars": meta["chars"], "config": config,
+            "onnx_gz_b64": _packed((onnx_dir / f"{name}.onnx").read_bytes())}))
+    for name in ("rules_explorer.js", "kernelfree.js"):
+        shutil.copy2(STATIC / name, dest / name)
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    print(f"vendored ONNX Runtime Web and the models {sorted(meta['models'])} into {dest} "
           f"({size / 1e6:.1f} MB)")
 
 

@@ -18,4 +18,5 @@ HELDOUT_FILE = DATA_DIR / "shakespeare_heldout.txt"
 CACHE_DIR = Path(os.environ.get("SLM_CACHE_DIR") or ROOT / "cache")
 RUNS_DIR = ROOT / "runs"                           # training runs (git-ignored)
 NOTEBOOKS_DIR = ROOT / "notebooks"
+ONNX_DIR = ROOT / "_build" / "onnx"                # the exported graphs (python -m shakespeare_lm.export)
 NUMERICS_ENV = ROOT / "numerics.env"                # the pinned numerics (see outputs.py)
