@@ -8,11 +8,12 @@ import torch
 import shakespeare_lm as slm
 from shakespeare_lm import export
 from shakespeare_lm.corpus import ALPHABET
+from shakespeare_lm.paths import HELDOUT_FILE
 
 from .conftest import make_tiny
 
 ort = pytest.importorskip("onnxruntime")
-HELDOUT = export.ROOT / "data" / "shakespeare_heldout.txt"
+HELDOUT = HELDOUT_FILE
 PROMPT = "KATHARINA:\nMoved! in good time: "
 
 
