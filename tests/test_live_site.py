@@ -143,7 +143,31 @@ def test_bad_settings_are_refused_with_the_python_names(live):
 
 @pytest.mark.parametrize("kind", ["truncation", "step", "speculative"])
 def test_typing_a_context_and_pressing_sample_changes_the_output(live, kind):
-    page = live.page
+    sample_on_own_context(live.page, kind)
+
+
+CHAPTER_EXPLORERS = [("notebooks/01_generation_loop.html", "step"),
+                     ("notebooks/03_sampling_and_truncation.html", "truncation"),
+                     ("notebooks/06_speculative_decoding.html", "speculative")]
+
+
+@pytest.mark.parametrize("how", ["file", "served"])
+@pytest.mark.parametrize("page_path,kind", CHAPTER_EXPLORERS)
+def test_each_chapter_samples_from_the_live_model_on_the_readers_context(
+        request, browser, page_path, kind, how):  # noqa: F811
+    if not (SITE / page_path).exists():
+        _missing(f"no {SITE / page_path}: run `make book` first")
+    url = (SITE / page_path).as_uri() if how == "file" else \
+        f"{request.getfixturevalue('site_url')}/{page_path}"
+    visit = LiveVisit(browser, url)
+    try:
+        sample_on_own_context(visit.page, kind)
+        visit.check_clean()
+    finally:
+        visit.page.close()
+
+
+def sample_on_own_context(page, kind):
     box = page.locator(f".slm-live[data-kind='{kind}']")
     page.wait_for_function("k => document.querySelector(`.slm-live[data-kind='${k}'][data-ready]`)",
                            arg=kind, timeout=30000)
