@@ -25,3 +25,4 @@ __all__ = [
     "make_model", "prefill", "rejection_sample", "rules", "save_model", "score_continuations",
     "speculative", "speculative_decode", "total_variation",
 ]
+from .hf import to_transformers  # noqa: E402 (imports transformers only when called)
