@@ -307,3 +307,18 @@ def test_beam_length_penalties_differ_with_a_stop(main_pair):
     ours = slm.beam_search(model, tok, "ROMEO:\n", 60, 2, length_penalty=1.0, stop="\n").text
     theirs = _hf_beam(hf, tok, "ROMEO:\n", 60, 2, 1.0, eos_token_id=0)
     assert ours != theirs
+
+
+# --- the peer benchmark runs (its speed is measured by running it, never in tests) ----------
+def test_bench_peers_smoke(capsys):
+    from shakespeare_lm import bench_peers
+
+    res = bench_peers.main(["--repeats", "1", "--chars", "6", "--gammas", "2",
+                            "--batches", "1,2", "--temperatures", "0,1"])
+    assert res["new_tokens"] == 6
+    assert all(res["checks"]["greedy_identical"].values())
+    assert res["checks"]["plain_b1_T=1_same_sample"]
+    assert {"plain b1 T=0", "plain b2 T=1", "draft model g2 T=0", "prompt lookup best T=1"} \
+        <= set(res["ratios"])
+    out = capsys.readouterr().out
+    assert "torch.set_num_threads(1) for both sides" in out and "median of 1" in out
