@@ -186,12 +186,17 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     if args.repeats < 5:
         print(f"note: --repeats {args.repeats} < 5: medians of so few runs are fragile")
-    before = torch.get_num_threads()
+    import transformers
+
+    before = torch.get_num_threads(), transformers.logging.get_verbosity()
     torch.set_num_threads(args.threads)
+    # transformers' assisted generation warns about its own internal generation_config use
+    transformers.logging.set_verbosity_error()
     try:
         return _run(args)
     finally:
-        torch.set_num_threads(before)
+        torch.set_num_threads(before[0])
+        transformers.logging.set_verbosity(before[1])
 
 
 def _run(args) -> dict:
