@@ -13,6 +13,7 @@ from .constrained import exact_distributions, rejection_sample, total_variation
 from .contrastive import contrastive_search
 from .generate import (Generation, Timings, decode_n_tokens, decode_one_token, generate,
                        prefill)
+from .hf import to_transformers  # transformers itself is imported only when it is called
 from .model import PRESETS, KVCache, KVCacheHandle, ModelConfig, Transformer, make_model
 from .sampler import DecodingConfig, Sampler
 from .scoring import score_continuations
@@ -28,5 +29,5 @@ __all__ = [
     "contrastive_search", "decode_n_tokens", "decode_one_token", "exact_distributions",
     "generate", "live", "load_model", "load_pretrained",
     "make_model", "prefill", "rejection_sample", "rules", "save_model", "score_continuations",
-    "speculative", "speculative_decode", "total_variation",
+    "speculative", "speculative_decode", "to_transformers", "total_variation",
 ]
