@@ -119,7 +119,7 @@ def build_cases(model, draft, tok, prompt: str, new_tokens: int, gammas, tempera
             cases.append(Case(f"draft model g{g} {t} ours", "ours", "draft model", T, 1, g,
                               lambda g=g, T=T: speculative_decode(
                                   model, draft, tok, prompt, new_tokens, g, temperature=T,
-                                  seed=seed)[0].ids))
+                                  seed=seed).ids))
             cases.append(Case(f"draft model g{g} {t} transformers", "transformers", "draft model",
                               T, 1, g, lambda g=g, T=T: hf_call(
                                   1, T, assistant_model=assistant(g))()))
@@ -129,7 +129,7 @@ def build_cases(model, draft, tok, prompt: str, new_tokens: int, gammas, tempera
             cases.append(Case(f"prompt lookup g{g} {t} ours", "ours", "prompt lookup", T, 1, g,
                               lambda g=g, T=T: speculative_decode(
                                   model, lookup, tok, prompt, new_tokens, g, temperature=T,
-                                  seed=seed)[0].ids))
+                                  seed=seed).ids))
             cases.append(Case(f"prompt lookup g{g} {t} transformers", "transformers",
                               "prompt lookup", T, 1, g,
                               lambda g=g, T=T: hf_call(1, T, prompt_lookup_num_tokens=g)()))
