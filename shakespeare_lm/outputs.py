@@ -100,17 +100,26 @@ def numbers_agree(stored: str, fresh: str) -> str | None:
     """None if the texts agree up to one unit in each number's last shown digit, else why."""
     a_parts, b_parts = _NUMBER.split(stored), _NUMBER.split(fresh)
     a_nums, b_nums = _NUMBER.findall(stored), _NUMBER.findall(fresh)
-    if a_parts != b_parts or len(a_nums) != len(b_nums):
-        return _first_difference(stored, fresh)
-    for x, y in zip(a_nums, b_nums):
-        unit = max(_last_digit_unit(x), _last_digit_unit(y))
-        if abs(float(x.replace(",", "")) - float(y.replace(",", ""))) > unit * (1 + 1e-9):
-            return f"{x} became {y}: more than one unit ({unit:g}) in its last shown digit"
+    offset = 0  # where the current text part starts in ``stored``, for the report
+    for i, (pa, pb) in enumerate(zip(a_parts, b_parts)):
+        if pa != pb:
+            return _first_difference(stored, fresh, offset)
+        offset += len(pa)
+        if i < min(len(a_nums), len(b_nums)):
+            x, y = a_nums[i], b_nums[i]
+            unit = max(_last_digit_unit(x), _last_digit_unit(y))
+            if abs(float(x.replace(",", "")) - float(y.replace(",", ""))) > unit * (1 + 1e-9):
+                return (f"{x} became {y}: more than one unit ({unit:g}) in its last shown digit, "
+                        f"at {stored[max(0, offset - 40):offset + len(x) + 20]!r}")
+            offset += len(x)
+    if len(a_parts) != len(b_parts):
+        return _first_difference(stored, fresh, offset)
     return None
 
 
-def _first_difference(a: str, b: str, context: int = 60) -> str:
-    i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+def _first_difference(a: str, b: str, start: int = 0, context: int = 60) -> str:
+    i = next((j for j, (x, y) in enumerate(zip(a[start:], b[start:])) if x != y),
+             min(len(a), len(b)) - start) + start
     lo = max(0, i - context)
     return f"text differs: stored {a[lo:i + context]!r} vs new {b[lo:i + context]!r}"
 

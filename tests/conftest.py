@@ -21,3 +21,22 @@ def make_tiny(seed=0, **overrides):
 @pytest.fixture(scope="session")
 def tiny():
     return make_tiny()
+
+
+PORTABLE_TEST = "test_stored_outputs_reproduce_under_native_kernels"
+
+
+@pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they deselect
+def pytest_collection_modifyitems(session, config, items):
+    """Start the cross-environment output check in the background as soon as the session is
+    collected, and move its test to the end: it re-executes every chapter on one core while
+    the unit tests, nbval and the browser tests use the other."""
+    portable = [item for item in items if item.name == PORTABLE_TEST]
+    if not portable:
+        return
+    from tests.test_portable_outputs import start_native_compare
+
+    proc, work = start_native_compare()
+    config.portable_compare = (proc, work)
+    config.add_cleanup(lambda: proc.poll() is None and proc.kill())
+    items[:] = [item for item in items if item.name != PORTABLE_TEST] + portable
