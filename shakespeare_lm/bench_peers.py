@@ -231,56 +231,67 @@ def _run(args) -> dict:
     for c in cases:
         assert len(c.ids) == new_tokens, f"{c.key} generated {len(c.ids)} tokens"
     for T in temperatures:
-        t = f"T={T:g}"
-        print(f"\n== {t} ==")
-        for c in cases:
-            if c.temperature == T:
-                print(_fmt_case(c, new_tokens))
-        rows, labels = {}, {}
-        for b in batches:
-            key = f"plain b{b} {t}"
-            rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
-            labels[key] = f"plain decoding, batch {b}"
-        for fam in ("draft model", "prompt lookup"):
-            for g in gammas:
-                key = f"{fam} g{g} {t}"
-                rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
-                labels[key] = f"{fam}, gamma {g} both"
-            best_ours = min((by_key[f"{fam} g{g} {t} ours"] for g in gammas), key=lambda c: c.median)
-            theirs = [by_key[f"{fam} g{g} {t} transformers"] for g in gammas]
-            if fam == "draft model":
-                theirs.append(by_key[f"draft model defaults {t} transformers"])
-            best_theirs = min(theirs, key=lambda c: c.median)
-            name = lambda c: "defaults" if c.gamma is None else f"g{c.gamma}"
-            rows[f"{fam} best {t}"] = compare(best_ours, best_theirs)
-            labels[f"{fam} best {t}"] = (f"{fam}, each side's best (ours {name(best_ours)}, "
-                                         f"transformers {name(best_theirs)})")
-            # each side's speculative speedup over its own plain decoding at batch 1
-            rows[f"{fam} ours vs own plain {t}"] = compare(best_ours, by_key[f"plain b1 {t} ours"])
-            labels[f"{fam} ours vs own plain {t}"] = f"  ours: {fam} {name(best_ours)} over plain b1"
-            rows[f"{fam} transformers vs own plain {t}"] = compare(
-                best_theirs, by_key[f"plain b1 {t} transformers"])
-            labels[f"{fam} transformers vs own plain {t}"] = (
-                f"  transformers: {fam} {name(best_theirs)} over plain b1")
-        print("   ratios, per token (>1: the first is faster); 'over plain' rows are each side's "
-              "own speedup:")
-        for key, r in rows.items():
-            print(_fmt_ratio(labels[key], r))
-        results["ratios"].update(rows)
-        if T == 0:
-            same = {c.key: c.ids == by_key[f"plain b1 {t} ours"].ids for c in cases
-                    if c.temperature == 0}
-            results["checks"]["greedy_identical"] = same
-            print(f"   greedy text identical in every T=0 case: {all(same.values())}"
-                  + ("" if all(same.values()) else f" (differs: {[k for k, v in same.items() if not v]})"))
-        else:
-            same = by_key[f"plain b1 {t} ours"].ids == by_key[f"plain b1 {t} transformers"].ids
-            results["checks"][f"plain_b1_{t}_same_sample"] = same
-            print(f"   plain b1 sampled text identical for the same seed: {same}")
+        _report_temperature(T, cases, by_key, gammas, batches, new_tokens, results)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2, default=float)
     return results
+
+
+def _ratio_rows(by_key: dict, t: str, gammas: list[int], batches: list[int]) -> tuple[dict, dict]:
+    """Per-token ratios (ours vs transformers) at one temperature, and their labels."""
+    rows, labels = {}, {}
+    for b in batches:
+        key = f"plain b{b} {t}"
+        rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
+        labels[key] = f"plain decoding, batch {b}"
+    for fam in ("draft model", "prompt lookup"):
+        for g in gammas:
+            key = f"{fam} g{g} {t}"
+            rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
+            labels[key] = f"{fam}, gamma {g} both"
+        best_ours = min((by_key[f"{fam} g{g} {t} ours"] for g in gammas), key=lambda c: c.median)
+        theirs = [by_key[f"{fam} g{g} {t} transformers"] for g in gammas]
+        if fam == "draft model":
+            theirs.append(by_key[f"draft model defaults {t} transformers"])
+        best_theirs = min(theirs, key=lambda c: c.median)
+        name = lambda c: "defaults" if c.gamma is None else f"g{c.gamma}"
+        rows[f"{fam} best {t}"] = compare(best_ours, best_theirs)
+        labels[f"{fam} best {t}"] = (f"{fam}, each side's best (ours {name(best_ours)}, "
+                                     f"transformers {name(best_theirs)})")
+        # each side's speculative speedup over its own plain decoding at batch 1
+        rows[f"{fam} ours vs own plain {t}"] = compare(best_ours, by_key[f"plain b1 {t} ours"])
+        labels[f"{fam} ours vs own plain {t}"] = f"  ours: {fam} {name(best_ours)} over plain b1"
+        rows[f"{fam} transformers vs own plain {t}"] = compare(
+            best_theirs, by_key[f"plain b1 {t} transformers"])
+        labels[f"{fam} transformers vs own plain {t}"] = (
+            f"  transformers: {fam} {name(best_theirs)} over plain b1")
+    return rows, labels
+
+
+def _report_temperature(T, cases, by_key, gammas, batches, new_tokens, results) -> None:
+    """Print the cases, ratios and text checks at temperature ``T``; record them in results."""
+    t = f"T={T:g}"
+    print(f"\n== {t} ==")
+    for c in cases:
+        if c.temperature == T:
+            print(_fmt_case(c, new_tokens))
+    rows, labels = _ratio_rows(by_key, t, gammas, batches)
+    print("   ratios, per token (>1: the first is faster); 'over plain' rows are each side's "
+          "own speedup:")
+    for key, r in rows.items():
+        print(_fmt_ratio(labels[key], r))
+    results["ratios"].update(rows)
+    if T == 0:
+        same = {c.key: c.ids == by_key[f"plain b1 {t} ours"].ids for c in cases
+                if c.temperature == 0}
+        results["checks"]["greedy_identical"] = same
+        print(f"   greedy text identical in every T=0 case: {all(same.values())}"
+              + ("" if all(same.values()) else f" (differs: {[k for k, v in same.items() if not v]})"))
+    else:
+        same = by_key[f"plain b1 {t} ours"].ids == by_key[f"plain b1 {t} transformers"].ids
+        results["checks"][f"plain_b1_{t}_same_sample"] = same
+        print(f"   plain b1 sampled text identical for the same seed: {same}")
 
 
 if __name__ == "__main__":
