@@ -41,7 +41,7 @@ import torch
 from .generate import generate
 from .hf import hf_inputs, to_transformers
 from .speculative import PromptLookupDraft, speculative_decode
-from .timing import Stopwatch, sync
+from .timing import interleaved, relative_spread
 from .weights import load_pretrained
 
 PROMPT = "KATHARINA:\nMoved! in good time: let him that moved you "
@@ -68,7 +68,7 @@ class Case:
 
     @property
     def spread(self) -> float:
-        return (max(self.seconds) - min(self.seconds)) / self.median
+        return relative_spread(self.seconds)
 
     def summary(self, new_tokens: int) -> dict:
         tokens = new_tokens * self.batch
@@ -138,16 +138,9 @@ def build_cases(model, draft, tok, prompt: str, new_tokens: int, gammas, tempera
 
 def measure(cases: list[Case], repeats: int, device, log=print) -> None:
     """One untimed warm-up of each case, then ``repeats`` round-robin passes."""
+    seconds, first = interleaved({c.key: c.run for c in cases}, repeats, device, log)
     for c in cases:
-        c.ids = c.run()
-    sync(device)
-    for r in range(repeats):
-        k = (r * len(cases)) // max(repeats, 1)
-        for c in cases[k:] + cases[:k]:          # rotate the order each pass
-            with Stopwatch(device) as sw:
-                c.run()
-            c.seconds.append(sw.seconds)
-        log(f"   pass {r + 1}/{repeats} done")
+        c.ids, c.seconds = first[c.key], seconds[c.key]
 
 
 def compare(ours: Case, theirs: Case) -> dict:
@@ -199,6 +192,38 @@ def main(argv: list[str] | None = None) -> dict:
         transformers.logging.set_verbosity(before[1])
 
 
+def _ratios(by_key: dict, gammas, batches, t: str) -> tuple[dict, dict]:
+    """The ratios printed for temperature ``t``: plain per batch, each family per gamma,
+    each side's best, and each side's speedup over its own plain decoding."""
+    rows, labels = {}, {}
+    for b in batches:
+        key = f"plain b{b} {t}"
+        rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
+        labels[key] = f"plain decoding, batch {b}"
+    for fam in ("draft model", "prompt lookup"):
+        for g in gammas:
+            key = f"{fam} g{g} {t}"
+            rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
+            labels[key] = f"{fam}, gamma {g} both"
+        best_ours = min((by_key[f"{fam} g{g} {t} ours"] for g in gammas), key=lambda c: c.median)
+        theirs = [by_key[f"{fam} g{g} {t} transformers"] for g in gammas]
+        if fam == "draft model":
+            theirs.append(by_key[f"draft model defaults {t} transformers"])
+        best_theirs = min(theirs, key=lambda c: c.median)
+        name = lambda c: "defaults" if c.gamma is None else f"g{c.gamma}"
+        rows[f"{fam} best {t}"] = compare(best_ours, best_theirs)
+        labels[f"{fam} best {t}"] = (f"{fam}, each side's best (ours {name(best_ours)}, "
+                                     f"transformers {name(best_theirs)})")
+        # each side's speculative speedup over its own plain decoding at batch 1
+        rows[f"{fam} ours vs own plain {t}"] = compare(best_ours, by_key[f"plain b1 {t} ours"])
+        labels[f"{fam} ours vs own plain {t}"] = f"  ours: {fam} {name(best_ours)} over plain b1"
+        rows[f"{fam} transformers vs own plain {t}"] = compare(
+            best_theirs, by_key[f"plain b1 {t} transformers"])
+        labels[f"{fam} transformers vs own plain {t}"] = (
+            f"  transformers: {fam} {name(best_theirs)} over plain b1")
+    return rows, labels
+
+
 def _run(args) -> dict:
     import transformers
 
@@ -236,32 +261,7 @@ def _run(args) -> dict:
         for c in cases:
             if c.temperature == T:
                 print(_fmt_case(c, new_tokens))
-        rows, labels = {}, {}
-        for b in batches:
-            key = f"plain b{b} {t}"
-            rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
-            labels[key] = f"plain decoding, batch {b}"
-        for fam in ("draft model", "prompt lookup"):
-            for g in gammas:
-                key = f"{fam} g{g} {t}"
-                rows[key] = compare(by_key[f"{key} ours"], by_key[f"{key} transformers"])
-                labels[key] = f"{fam}, gamma {g} both"
-            best_ours = min((by_key[f"{fam} g{g} {t} ours"] for g in gammas), key=lambda c: c.median)
-            theirs = [by_key[f"{fam} g{g} {t} transformers"] for g in gammas]
-            if fam == "draft model":
-                theirs.append(by_key[f"draft model defaults {t} transformers"])
-            best_theirs = min(theirs, key=lambda c: c.median)
-            name = lambda c: "defaults" if c.gamma is None else f"g{c.gamma}"
-            rows[f"{fam} best {t}"] = compare(best_ours, best_theirs)
-            labels[f"{fam} best {t}"] = (f"{fam}, each side's best (ours {name(best_ours)}, "
-                                         f"transformers {name(best_theirs)})")
-            # each side's speculative speedup over its own plain decoding at batch 1
-            rows[f"{fam} ours vs own plain {t}"] = compare(best_ours, by_key[f"plain b1 {t} ours"])
-            labels[f"{fam} ours vs own plain {t}"] = f"  ours: {fam} {name(best_ours)} over plain b1"
-            rows[f"{fam} transformers vs own plain {t}"] = compare(
-                best_theirs, by_key[f"plain b1 {t} transformers"])
-            labels[f"{fam} transformers vs own plain {t}"] = (
-                f"  transformers: {fam} {name(best_theirs)} over plain b1")
+        rows, labels = _ratios(by_key, gammas, batches, t)
         print("   ratios, per token (>1: the first is faster); 'over plain' rows are each side's "
               "own speedup:")
         for key, r in rows.items():

@@ -225,6 +225,8 @@ def test_bench_reports_a_row_per_draft_and_gamma(tiny, tok, draft_model):
         ("model", 1), ("model", 2), ("lookup", 1), ("lookup", 2)]
     assert out["best"] in out["rows"] and out["plain_s"] > 0
     assert all(r["speedup"] == pytest.approx(out["plain_s"] / r["seconds"]) for r in out["rows"])
+    assert all(r["speedup_min"] <= r["speedup_max"] and len(r["all_seconds"]) == 1 for r in out["rows"])
+    assert all(len(r["per_position_acceptance"]) == r["gamma"] for r in out["rows"])
 
 
 # --- constraints ----------------------------------------------------------------------
