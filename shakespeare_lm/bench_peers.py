@@ -8,7 +8,9 @@ so every row compares two implementations of the same computation:
    transformers' assisted generation (``assistant_model=``, the converted draft), at the same
    number of draft tokens per round (``num_assistant_tokens``, constant schedule, no
    confidence cut-off), and once with transformers' own defaults;
-3. prompt lookup: ours with ``PromptLookupDraft`` vs ``prompt_lookup_num_tokens=``.
+3. prompt lookup: ours with ``PromptLookupDraft`` vs ``prompt_lookup_num_tokens=``;
+4. our best exact configuration of any draft (with the 4-gram and the draft heads, which
+   transformers has no counterpart for) vs transformers' best assisted generation.
 
 Greedy (T=0) and T=1 for each. transformers samples with ``top_k=0`` (its default is top-k
 50), so T=1 is plain sampling on both sides. Every call gets an explicit attention mask.
@@ -40,7 +42,8 @@ import torch
 
 from .generate import generate
 from .hf import hf_inputs, to_transformers
-from .speculative import PromptLookupDraft, speculative_decode
+from .heads import HEADS_FILE, load_heads
+from .speculative import HeadsDraft, NGramDraft, PromptLookupDraft, speculative_decode
 from .timing import interleaved, relative_spread
 from .weights import load_pretrained
 
@@ -136,6 +139,20 @@ def build_cases(model, draft, tok, prompt: str, new_tokens: int, gammas, tempera
     return cases
 
 
+def ours_only_cases(model, tok, prompt: str, new_tokens: int, gammas, temperatures,
+                    seed: int = 0) -> list[Case]:
+    """Our drafts transformers has no counterpart for: the 4-gram and the shipped draft heads
+    (when ``data/heads.safetensors`` is there), so that our best exact configuration of any
+    draft meets transformers' assisted generation in the same run."""
+    drafts = {"4-gram": NGramDraft(tok, order=4)}
+    if HEADS_FILE.exists():
+        drafts["heads"] = HeadsDraft(load_heads(model))
+    return [Case(f"{name} g{g} T={T:g} ours", "ours", name, T, 1, g,
+                 lambda d=d, g=g, T=T: speculative_decode(model, d, tok, prompt, new_tokens, g,
+                                                          temperature=T, seed=seed).ids)
+            for T in temperatures for name, d in drafts.items() for g in gammas]
+
+
 def measure(cases: list[Case], repeats: int, device, log=print) -> None:
     """One untimed warm-up of each case, then ``repeats`` round-robin passes."""
     seconds, first = interleaved({c.key: c.run for c in cases}, repeats, device, log)
@@ -221,6 +238,14 @@ def _ratios(by_key: dict, gammas, batches, t: str) -> tuple[dict, dict]:
             best_theirs, by_key[f"plain b1 {t} transformers"])
         labels[f"{fam} transformers vs own plain {t}"] = (
             f"  transformers: {fam} {name(best_theirs)} over plain b1")
+    exact = [c for c in by_key.values()
+             if c.side == "ours" and c.gamma and c.key.endswith(f"{t} ours")]
+    assisted = [c for c in by_key.values() if c.family == "draft model"
+                and c.side == "transformers" and f" {t} " in c.key]
+    best_ours, best_assisted = (min(cs, key=lambda c: c.median) for cs in (exact, assisted))
+    rows[f"best ours vs assisted {t}"] = compare(best_ours, best_assisted)
+    labels[f"best ours vs assisted {t}"] = (f"our best exact configuration ({best_ours.family} "
+                                            f"g{best_ours.gamma}) vs transformers' best assisted")
     return rows, labels
 
 
@@ -245,6 +270,7 @@ def _run(args) -> dict:
     print(f"each figure: median of {args.repeats} interleaved repeats [min-max], after a warm-up")
 
     cases = build_cases(model, draft, tok, PROMPT, new_tokens, gammas, temperatures, batches)
+    cases += ours_only_cases(model, tok, PROMPT, new_tokens, gammas, temperatures)
     by_key = {c.key: c for c in cases}
     measure(cases, args.repeats, args.device)
 
