@@ -5,12 +5,13 @@
     g = slm.generate(model, tok, "KATHARINA:\\n", 200, temperature=0.8, seed=0)
 """
 
-from . import constrained, live, rules, speculative
+from . import constrained, heads, live, rules, speculative
 from .automata import (BracketListConstraint, ChoiceConstraint, Constraint, ConstraintError,
                        RegexConstraint)
 from .beam import beam_search
 from .constrained import exact_distributions, rejection_sample, total_variation
 from .contrastive import contrastive_search
+from .heads import DraftHeads, load_heads
 from .generate import (Generation, Timings, decode_n_tokens, decode_one_token, generate,
                        prefill)
 from .hf import to_transformers  # transformers itself is imported only when it is called
@@ -23,11 +24,11 @@ from .weights import WeightsError, load_model, load_pretrained, save_model
 
 __all__ = [
     "BracketListConstraint", "CharTokenizer", "ChoiceConstraint", "Constraint",
-    "ConstraintError", "DecodingConfig", "Generation", "KVCache", "KVCacheHandle",
+    "ConstraintError", "DecodingConfig", "DraftHeads", "Generation", "KVCache", "KVCacheHandle",
     "ModelConfig", "PRESETS", "RegexConstraint", "Sampler", "SpeculativeGeneration",
     "Timings", "Transformer", "WeightsError", "beam_search", "constrained",
     "contrastive_search", "decode_n_tokens", "decode_one_token", "exact_distributions",
-    "generate", "live", "load_model", "load_pretrained",
+    "generate", "heads", "live", "load_heads", "load_model", "load_pretrained",
     "make_model", "prefill", "rejection_sample", "rules", "save_model", "score_continuations",
     "speculative", "speculative_decode", "to_transformers", "total_variation",
 ]

@@ -17,7 +17,9 @@ import torch
 from . import roofline
 from .beam import bench_beam_vs_naive
 from .generate import generate
-from .speculative import bench_speculative
+from . import bench_peers
+from .heads import HEADS_FILE, load_heads
+from .speculative import SPREAD_LIMIT, bench_speculative
 from .timing import benchmark, model_device
 from .weights import load_pretrained
 
@@ -118,21 +120,34 @@ def beam_text(bm: dict) -> str:
 
 
 def speculative_text(sp: dict) -> str:
+    pl = sp["plain_seconds"]
     lines = [f"\n6. speculative decoding at batch 1, {sp['new_tokens']} characters at "
-             f"T={sp['temperature']}; plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} tokens/s",
-             "   draft          gamma  accept  chars/pass (predicted)  cost ratio  speedup"]
-    lines += [f"   {r['draft']:14s} {r['gamma']:5d}  {r['acceptance_rate']:6.3f}  "
-              f"{r['tokens_per_pass']:10.2f} ({r['predicted_tokens_per_pass']:.2f})  "
-              f"{r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x" for r in sp["rows"]]
+             f"T={sp['temperature']:g} (sliding window), median of {sp['repeats']} interleaved "
+             f"repeats [paired min-max]; plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} "
+             f"tokens/s ({1e3 * min(pl):.0f}-{1e3 * max(pl):.0f} ms)",
+             "   draft          gamma  accept  chars/pass (predicted)  cost ratio  speedup [min-max]"]
+    for r in sp["rows"]:
+        flag = "" if r["trustworthy"] else f"  (!) spread {r['spread']:.0%}"
+        lines.append(f"   {r['draft']:14s} {r['gamma']:5d}  {r['acceptance_rate']:6.3f}  "
+                     f"{r['tokens_per_pass']:10.2f} ({r['predicted_tokens_per_pass']:.2f})  "
+                     f"{r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x [{r['speedup_min']:.2f}-"
+                     f"{r['speedup_max']:.2f}]{flag}")
+        if r["draft"] == "heads":
+            acc = ", ".join(f"{a:.2f}" for a in r["per_position_acceptance"])
+            lines.append(f"   {'':14s} acceptance per head position: {acc}")
     b = sp["best"]
-    lines.append(f"   best: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x over plain decoding")
+    lines.append(f"   best: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x "
+                 f"[{b['speedup_min']:.2f}-{b['speedup_max']:.2f}] over plain decoding")
+    if not all(r["trustworthy"] for r in sp["rows"]):
+        lines.append(f"   WARNING: rows marked (!) vary by more than {SPREAD_LIMIT:.0%} between "
+                     "repeats: the machine is busy, do not trust those ratios")
     return "\n".join(lines)
 
 
 def roofline_section(model, device: str, thr: dict) -> dict:
     """Achieved FLOP/s at the best batch against this machine's measured matmul peak."""
     best_b = max(thr, key=lambda b: thr[b]["tokens_per_s"])
-    peak = roofline.measure_matmul_flops(device)
+    peak = roofline.measure_matmul_flops(device, repeats=10)  # best of 10
     bandwidth = roofline.measure_bandwidth(device)
     flops = achieved_flops(model, best_b, thr[best_b]["tokens_per_s"], context=64 + 64)
     return {"matmul_peak_flops": peak, "bandwidth_bytes_per_s": bandwidth,
@@ -143,6 +158,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--quick", action="store_true", help="skip the slower comparisons")
+    parser.add_argument("--peers", action="store_true",
+                        help="also run the comparison with transformers (section 7)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     model, tok = load_pretrained(device=args.device)
@@ -164,8 +181,15 @@ def main(argv: list[str] | None = None) -> dict:
         results["beam_vs_naive"] = bm = bench_beam_vs_naive(model, tok)
         print(beam_text(bm))
         draft, _ = load_pretrained("draft", device=args.device)
-        results["speculative"] = sp = bench_speculative(model, draft, tok)
+        heads = load_heads(model) if HEADS_FILE.exists() else None
+        results["speculative"] = sp = bench_speculative(model, draft, tok, heads=heads)
         print(speculative_text(sp))
+        if args.peers:
+            print("\n7. ours vs transformers on the same weights (python -m shakespeare_lm.bench_peers):")
+            results["peers"] = bench_peers.main(["--device", args.device])
+        else:
+            print("\n7. ours vs transformers on the same weights: run with --peers, or "
+                  "python -m shakespeare_lm.bench_peers")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2, default=float)

@@ -112,6 +112,7 @@ class KVCacheHandle:
         if tuple(self.pad.shape) != (batch,):
             raise ValueError(f"pad has shape {tuple(self.pad.shape)}; it must be ({batch},), "
                              "one left-padding count per row")
+        self.length = 0  # slots 0..length-1 hold keys and values that may be read
         model._attach(self.layers)
 
     def __repr__(self) -> str:
@@ -146,6 +147,7 @@ class KVCacheHandle:
             raise ValueError(f"input_pos reaches slot {S - 1} but the KV cache holds "
                              f"{self.max_len} slots (0..{self.max_len - 1}); set it up with "
                              f"max_len >= {S}: model.cache(batch, max_len)")
+        self.length = max(self.length, S)  # this pass writes slots up to S - 1
         pad = self.pad[:, None]                                      # (B, 1)
         pos = (input_pos[None, :] - pad).clamp(min=0)                # (B, T) position of each slot
         if int(pos.max()) >= block:
@@ -160,11 +162,18 @@ class KVCacheHandle:
         """Forget every slot (the padding stays)."""
         for c in self.layers:
             c.reset()
+        self.length = 0
 
     def truncate(self, length: int) -> None:
-        """Forget every slot from ``length`` on (roll back rejected draft tokens)."""
-        for c in self.layers:
-            c.truncate(length)
+        """Forget every slot from ``length`` on (roll back rejected draft tokens).
+
+        A length reset, not a wipe: a query at slot s attends only to slots <= s, and every
+        slot is written before it is read, so what lies past ``length`` is never seen and
+        the next pass overwrites it. Costs nothing, however many slots are dropped."""
+        if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self.max_len:
+            raise ValueError(f"length={length!r} is invalid: it must be an integer in "
+                             f"[0, {self.max_len}] (the slots to keep)")
+        self.length = min(self.length, length)
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Row i becomes old row rows[i] (beam re-ranking; rows may repeat or shrink)."""
@@ -195,6 +204,7 @@ class KVCacheHandle:
             for buf in (c.k_cache, c.v_cache):  # (B, nh, L, hs)
                 buf[:, :, : buf.shape[2] - shift] = buf[:, :, shift:].clone()
         self.pad = (self.pad - shift).clamp(min=0)
+        self.length = max(0, self.length - shift)
 
 
 class CausalSelfAttention(nn.Module):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 
 import torch
 
@@ -59,6 +59,31 @@ def benchmark(fn: Callable[[], object], device: str | torch.device = "cpu", warm
             fn()
         times.append(sw.seconds)
     return reduce(times)
+
+
+def interleaved(runs: dict[Hashable, Callable[[], object]], repeats: int,
+                device: str | torch.device = "cpu", log: Callable[[str], object] | None = None
+                ) -> tuple[dict[Hashable, list[float]], dict[Hashable, object]]:
+    """Time several functions side by side: one untimed warm-up of each, then ``repeats``
+    round-robin passes, each in a rotated order, so that a burst of load on a shared machine
+    falls on every function alike. Returns (seconds per repeat, each warm-up's result)."""
+    first = {k: fn() for k, fn in runs.items()}
+    sync(device)
+    keys, seconds = list(runs), {k: [] for k in runs}
+    for r in range(repeats):
+        j = (r * len(keys)) // max(repeats, 1)
+        for k in keys[j:] + keys[:j]:
+            with Stopwatch(device) as sw:
+                runs[k]()
+            seconds[k].append(sw.seconds)
+        if log is not None:
+            log(f"   pass {r + 1}/{repeats} done")
+    return seconds, first
+
+
+def relative_spread(seconds: list[float]) -> float:
+    """(max - min) / median of repeated timings: above ~0.3 a ratio of medians is noise."""
+    return (max(seconds) - min(seconds)) / statistics.median(seconds)
 
 
 def model_device(model: torch.nn.Module) -> torch.device:

@@ -75,3 +75,25 @@ def test_input_pos_without_cache_is_a_clear_error():
     model = make_tiny()
     with pytest.raises(RuntimeError, match=r"model\.cache\(batch, max_len\)"):
         model(torch.zeros(1, 2, dtype=torch.long), torch.arange(2))
+
+
+@pytest.mark.parametrize("keep", [0, 3, 7])
+def test_handle_truncate_is_a_length_reset_that_decodes_like_a_fresh_cache(tiny, keep):
+    ids = torch.arange(1, 13)[None]  # (1, 12)
+    with tiny.cache(1, 20) as cache:
+        slm.prefill(tiny, ids, torch.arange(12))
+        assert cache.length == 12
+        cache.truncate(keep)
+        assert cache.length == keep
+        after = tiny(ids[:, keep:keep + 3], torch.arange(keep, keep + 3))
+    with tiny.cache(1, 20):
+        if keep:
+            slm.prefill(tiny, ids[:, :keep], torch.arange(keep))
+        fresh = tiny(ids[:, keep:keep + 3], torch.arange(keep, keep + 3))
+    torch.testing.assert_close(after, fresh, rtol=1e-5, atol=1e-6)
+
+
+def test_handle_truncate_rejects_a_length_outside_the_cache(tiny):
+    with tiny.cache(1, 8) as cache:
+        with pytest.raises(ValueError, match=r"length=9 is invalid.*\[0, 8\]"):
+            cache.truncate(9)

@@ -98,9 +98,13 @@ def _fresh_cache(seed: int, ids: list[int], max_len: int):
 
 
 def _assert_same_cache(model, expected):
+    """The slots the cache may still read equal a fresh prefill's (truncate is a length
+    reset: the slots past it are stale, never read, and overwritten by the next pass)."""
+    n = model.active_cache.length
     for c, (k, v) in zip(model.active_cache.layers, expected, strict=True):
-        torch.testing.assert_close(c.k_cache, k, rtol=1e-5, atol=1e-6)
-        torch.testing.assert_close(c.v_cache, v, rtol=1e-5, atol=1e-6)
+        assert n == k.shape[2] or not k[:, :, n:].any()  # the fresh cache is empty past n
+        torch.testing.assert_close(c.k_cache[:, :, :n], k[:, :, :n], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(c.v_cache[:, :, :n], v[:, :, :n], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("prompt", PROMPTS[1:])
@@ -221,6 +225,8 @@ def test_bench_reports_a_row_per_draft_and_gamma(tiny, tok, draft_model):
         ("model", 1), ("model", 2), ("lookup", 1), ("lookup", 2)]
     assert out["best"] in out["rows"] and out["plain_s"] > 0
     assert all(r["speedup"] == pytest.approx(out["plain_s"] / r["seconds"]) for r in out["rows"])
+    assert all(r["speedup_min"] <= r["speedup_max"] and len(r["all_seconds"]) == 1 for r in out["rows"])
+    assert all(len(r["per_position_acceptance"]) == r["gamma"] for r in out["rows"])
 
 
 # --- constraints ----------------------------------------------------------------------
@@ -241,3 +247,21 @@ def test_sampled_speculative_text_satisfies_the_constraint(tiny, tok, trigram, s
     constraint = slm.ChoiceConstraint(["PETRUCHIO", "KATHARINA", "BIANCA"], tok)
     out = slm.speculative_decode(tiny, trigram, tok, "A", 40, 4, seed=seed, constraint=constraint)
     assert out.stop_reason == "constraint" and out.text in ("PETRUCHIO", "KATHARINA", "BIANCA")
+
+
+@pytest.mark.parametrize("gamma", [2, 5])
+@pytest.mark.parametrize("which", ["model", "trigram"])
+def test_greedy_speculative_slides_like_generate_past_the_context_window(
+        tiny, tok, draft_model, trigram, gamma, which):
+    draft = _drafts(draft_model, trigram, tok)[which]
+    prompt = "KATHARINA:\nMoved! in good time: "  # 32 + 200 characters: two slides at 128
+    plain = slm.generate(tiny, tok, prompt, 200, temperature=0, context_overflow="slide")
+    fast = slm.speculative_decode(tiny, draft, tok, prompt, 200, gamma, temperature=0,
+                                  context_overflow="slide")
+    assert fast.ids == plain.ids and fast.stop_reason == plain.stop_reason == "max_tokens"
+    assert fast.logprobs == pytest.approx(plain.logprobs, abs=1e-5)
+
+
+def test_unknown_context_overflow_is_a_clear_error(tiny, tok):
+    with pytest.raises(ValueError, match="context_overflow='wrap' is invalid"):
+        slm.speculative_decode(tiny, tiny, tok, "K", 5, 2, context_overflow="wrap")

@@ -32,13 +32,14 @@ def measure_bandwidth(device: str | torch.device = "cpu", n_bytes: int | None = 
 
 def measure_matmul_flops(device: str | torch.device = "cpu", n: int | None = None,
                          dtype: torch.dtype = torch.float32, repeats: int = 5) -> float:
-    """Achieved matmul FLOP/s: an n x n by n x n product (2 n^3 FLOPs), after a warm-up."""
+    """Achieved matmul FLOP/s: an n x n by n x n product (2 n^3 FLOPs), after a warm-up;
+    the best of ``repeats`` runs, since load on a shared machine only ever adds time."""
     n = n or (8192 if _is_cuda(device) else 768)
     check_positive("n", n, integer=True)
     gen = torch.Generator(device=device).manual_seed(0)
     a = torch.randn(n, n, generator=gen, device=device).to(dtype)
     b = torch.randn(n, n, generator=gen, device=device).to(dtype)
-    seconds = benchmark(lambda: a @ b, device, warmup=2, repeats=repeats)
+    seconds = benchmark(lambda: a @ b, device, warmup=2, repeats=repeats, reduce=min)
     return 2 * n**3 / seconds
 
 

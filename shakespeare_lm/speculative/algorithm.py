@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import torch
 
 from ..checks import as_prompt_list, check_count, check_max_new_tokens, encode_prompts
+from ..context_window import window_end, window_start
 from ..generate import Generation, Timings, prefill
 from ..model import Transformer
 from ..sampler import FREE, DecodingConfig, Sampler, history_tensor
@@ -53,7 +54,7 @@ def draft_tokens(draft: Draft, seq: list[int], gamma: int, sampler: Sampler,
         history = history_tensor([seq + proposals], device) if sampler.needs_history else None
         allowed = None if c is None else sampler.allowed([states[-1]])
         shaped = sampler.shape(logits.to(device)[None], history, allowed)
-        if not bool(torch.isfinite(shaped).any()):
+        if allowed is not None and not bool(torch.isfinite(shaped).any()):
             break  # every character the draft would propose is forbidden: no proposal
         q = sampler.distribution(shaped)
         proposals.append(int(torch.multinomial(q, 1, generator=gen)))
@@ -66,13 +67,16 @@ def draft_tokens(draft: Draft, seq: list[int], gamma: int, sampler: Sampler,
 
 
 @torch.no_grad()
-def verify_pass(target: Transformer, seq: list[int], proposals: list[int]) -> torch.Tensor:
+def verify_pass(target: Transformer, seq: list[int], proposals: list[int],
+                return_hidden: bool = False):
     """ONE target forward pass over seq[-1] and the proposals at slots len(seq)-1 onward
-    (the cache holds seq[:-1]): logits (g + 1, V) for the token after each of them."""
+    (the cache holds seq[:-1]): logits (g + 1, V) for the token after each of them, and
+    with ``return_hidden`` the last hidden states (g + 1, C) as well."""
     device = model_device(target)
     n = len(seq)
     idx = torch.tensor([[seq[-1], *proposals]], device=device)
-    return target(idx, torch.arange(n - 1, n + len(proposals), device=device))[0]
+    out = target(idx, torch.arange(n - 1, n + len(proposals), device=device), return_hidden)
+    return (out[0][0], out[1][0]) if return_hidden else out[0]
 
 
 def target_distributions(sampler: Sampler, logits: torch.Tensor, seq: list[int],
@@ -148,12 +152,17 @@ def speculative_round(target: Transformer, draft: Draft, seq: list[int], gamma: 
     device = model_device(target)
     with Stopwatch(device) as sw_draft:
         proposals, q, states = draft_tokens(draft, seq, gamma, sampler, gen, device, state)
+    reads_hidden = getattr(draft, "reads_target_hidden", False)
     with Stopwatch(device) as sw_target:
-        logits = verify_pass(target, seq, proposals)
+        logits = verify_pass(target, seq, proposals, reads_hidden)
+        if reads_hidden:
+            logits, hidden = logits
         p = target_distributions(sampler, logits, seq, proposals, states)
         k, token = accept_reject(p, q, proposals, gen, verifier)
         if k < len(proposals):  # with every proposal kept there is nothing to forget
             rollback(target, draft, len(seq) + k)
+        if reads_hidden:  # the state after seq + k proposals, which predicted ``token``
+            draft.observe(len(seq) + k, hidden[k])
     return Round(proposals, k, token, p, q, logits, sw_draft.seconds, sw_target.seconds)
 
 
@@ -167,10 +176,13 @@ class SpeculativeSetup:
     budget: int
     sampler: Sampler
     device: torch.device
+    block: int = 0             # the context window of target and draft together
+    slide: bool = False        # go on past the window (context_overflow="slide")
 
 
 def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, verifier: str,
-          config: DecodingConfig, constraint=None) -> SpeculativeSetup:
+          config: DecodingConfig, constraint=None,
+          context_overflow: str = "stop") -> SpeculativeSetup:
     """Check every argument once; wrap the draft."""
     if not isinstance(target, Transformer):
         raise TypeError(f"target must be a shakespeare_lm Transformer, got {type(target).__name__}")
@@ -179,6 +191,9 @@ def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, veri
     check_count("gamma", gamma, 1, hint=" (draft tokens per round)")
     if verifier not in VERIFIERS:
         raise ValueError(f"verifier={verifier!r} is invalid: verifier must be one of {VERIFIERS}")
+    if context_overflow not in ("stop", "slide"):
+        raise ValueError(f"context_overflow={context_overflow!r} is invalid: it must be "
+                         "'stop' (end with stop_reason 'context_window') or 'slide'")
     config.check_stop_characters(tok)
     sampler = Sampler(config, constraint, target.config.vocab_size)
     drafter = as_draft(draft, target)
@@ -186,8 +201,9 @@ def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, veri
     if len(ids) > block:
         raise ValueError(f"prompt has {len(ids)} characters but the context window is {block}; "
                          f"keep its last {block} characters (prompt[-{block}:]) or fewer")
-    budget = min(max_new_tokens, block - len(ids))
-    return SpeculativeSetup(drafter, ids, budget, sampler, model_device(target))
+    slide = context_overflow == "slide"
+    budget = max_new_tokens if slide else min(max_new_tokens, block - len(ids))
+    return SpeculativeSetup(drafter, ids, budget, sampler, model_device(target), block, slide)
 
 
 def prefill_both(target: Transformer, drafter: Draft, ids: list[int], max_len: int):
@@ -196,10 +212,12 @@ def prefill_both(target: Transformer, drafter: Draft, ids: list[int], max_len: i
     device = model_device(target)
     cache = target.cache(1, max_len)
     try:
-        if len(ids) > 1:
-            prefill(target, torch.tensor([ids[:-1]], device=device),
-                    torch.arange(len(ids) - 1, device=device))
         drafter.start(ids, max_len)
+        if len(ids) > 1:
+            logits, hidden = target(torch.tensor([ids[:-1]], device=device),
+                                    torch.arange(len(ids) - 1, device=device), True)
+            if getattr(drafter, "reads_target_hidden", False):
+                drafter.observe(len(ids) - 1, hidden[0, -1])
     except BaseException:
         cache.close()
         raise
@@ -223,6 +241,18 @@ class _Progress:
     text: str = ""
     reason: str | None = None
     state: object = FREE
+    window_end: int = 0        # len(ids) at which the current context window is full
+
+    def open_window(self, su: SpeculativeSetup) -> int:
+        """Set seq to this window's context (``shakespeare_lm.context_window``) and its end;
+        returns the KV cache slots the window needs."""
+        n = len(su.ids) + len(self.ids)
+        end = su.block
+        if su.slide:
+            self.seq = (su.ids + self.ids)[window_start(n, su.block):]
+            end = window_end(n, su.block)
+        self.window_end = len(self.ids) + min(su.budget - len(self.ids), end - n)
+        return len(self.seq) + self.window_end - len(self.ids)
 
 
 def _emit(progress: _Progress, rnd: Round, tok, sampler: Sampler, budget: int,
@@ -246,38 +276,56 @@ def _emit(progress: _Progress, rnd: Round, tok, sampler: Sampler, budget: int,
             progress.reason = "constraint"
         elif len(progress.ids) == budget:
             progress.reason = "max_tokens" if budget == max_new_tokens else "context_window"
+        elif len(progress.ids) == progress.window_end:
+            progress.reason = "window_full"  # slide: the next window goes on
         if progress.reason:
             return
 
 
+def _decode_window(target, tok, su: SpeculativeSetup, run: _Progress, gamma: int,
+                   verifier: str, gen: torch.Generator, stats: SpeculativeStats,
+                   max_new_tokens: int) -> float:
+    """Rounds on the caches of one context window until the text ends or the window is
+    full; returns the seconds of its first round."""
+    c, first_s = su.sampler.constraint, None
+    while run.reason is None:
+        g = min(gamma, run.window_end - len(run.ids) - 1)  # never draft past the window
+        if c is not None:
+            su.sampler.allowed([run.state], [run.text])  # raises if nothing is allowed
+        rnd = speculative_round(target, su.drafter, run.seq, g, su.sampler, gen, verifier,
+                                run.state)
+        stats.record(rnd)
+        first_s = rnd.draft_s + rnd.target_s if first_s is None else first_s
+        _emit(run, rnd, tok, su.sampler, su.budget, max_new_tokens)
+    return first_s or 0.0
+
+
 def _decode_one(target, tok, su: SpeculativeSetup, prompt: str, max_new_tokens: int,
                 gamma: int, verifier: str, gen: torch.Generator) -> SpeculativeGeneration:
-    """Rounds until the text ends; timings and statistics of the whole decode."""
+    """Rounds, window after window, until the text ends; timings and statistics."""
     stats = SpeculativeStats(su.drafter.name, gamma, verifier,
                              position_tested=[0] * gamma, position_accepted=[0] * gamma)
     c = su.sampler.constraint
     run = _Progress(list(su.ids), [], [], state=FREE if c is None else c.start())
     run.reason = None if su.budget else ("max_tokens" if max_new_tokens == 0 else "context_window")
-    ttft = 0.0
-    try:
-        with Stopwatch(su.device) as sw_total:
-            with Stopwatch(su.device) as sw_prefill:
-                prefill_both(target, su.drafter, run.seq, len(run.seq) + su.budget)
-            while run.reason is None:
-                g = min(gamma, su.budget - len(run.ids) - 1)  # never draft past the budget
-                if c is not None:
-                    su.sampler.allowed([run.state], [run.text])  # raises if nothing is allowed
-                rnd = speculative_round(target, su.drafter, run.seq, g, su.sampler, gen,
-                                        verifier, run.state)
-                stats.record(rnd)
-                _emit(run, rnd, tok, su.sampler, su.budget, max_new_tokens)
-                if stats.target_passes == 1:  # the first round ends with the first token
-                    ttft = sw_prefill.seconds + stats.draft_s + stats.target_s
-    finally:
-        if target.active_cache is not None:
-            target.active_cache.close()
-        su.drafter.finish()
-    timings = Timings(sw_prefill.seconds, ttft, max(sw_total.seconds - ttft, 0.0),
+    prefill_s = ttft = 0.0
+    with Stopwatch(su.device) as sw_total:
+        while run.reason is None:
+            slots = run.open_window(su)
+            try:
+                with Stopwatch(su.device) as sw_prefill:
+                    prefill_both(target, su.drafter, run.seq, slots)
+                prefill_s = prefill_s or sw_prefill.seconds  # the first window's
+                first_round_s = _decode_window(target, tok, su, run, gamma, verifier, gen,
+                                               stats, max_new_tokens)
+            finally:
+                if target.active_cache is not None:
+                    target.active_cache.close()
+                su.drafter.finish()
+            if not ttft and stats.target_passes:  # the first round made the first token
+                ttft = prefill_s + first_round_s
+            run.reason = None if run.reason == "window_full" else run.reason
+    timings = Timings(prefill_s, ttft, max(sw_total.seconds - ttft, 0.0),
                       len(run.ids), 1, str(su.device))
     return SpeculativeGeneration(prompt, run.text, run.ids, run.logprobs, run.reason, timings,
                                  stats)
@@ -286,7 +334,8 @@ def _decode_one(target, tok, su: SpeculativeSetup, prompt: str, max_new_tokens: 
 @torch.no_grad()
 def speculative_decode(target: Transformer, draft, tok, prompt: str | list[str],
                        max_new_tokens: int, gamma: int, *, constraint=None,
-                       verifier: str = "exact", config: DecodingConfig | None = None,
+                       verifier: str = "exact", context_overflow: str = "stop",
+                       config: DecodingConfig | None = None,
                        **settings) -> SpeculativeGeneration | list[SpeculativeGeneration]:
     """Continue ``prompt`` with the target's distribution, drafting gamma tokens ahead.
 
@@ -294,14 +343,15 @@ def speculative_decode(target: Transformer, draft, tok, prompt: str | list[str],
     ``DecodingConfig`` or its fields as keywords, as in ``generate``) and a ``constraint``
     shape both p and q through one ``Sampler``; temperature=0 is greedy and returns exactly
     the target's greedy text. ``verifier="no_residual"`` is a deliberately wrong rule, for
-    tests. A list of prompts is decoded one text after another (one generator). Returns a
+    tests. ``context_overflow="slide"`` goes on past the context window in the windows of
+    ``shakespeare_lm.context_window``, as ``generate`` does. A list of prompts is decoded one text after another (one generator). Returns a
     ``SpeculativeGeneration`` (a list for a list of prompts) whose ``.stats`` say what the
     rounds did. Leviathan et al. 2023, Chen et al. 2023.
     """
     cfg = DecodingConfig.from_settings(config, **settings)
     prompts = as_prompt_list(prompt)
-    setups = [setup(target, draft, tok, p, max_new_tokens, gamma, verifier, cfg, constraint)
-              for p in prompts]
+    setups = [setup(target, draft, tok, p, max_new_tokens, gamma, verifier, cfg, constraint,
+                    context_overflow) for p in prompts]
     gen = cfg.generator(model_device(target))
     out = [_decode_one(target, tok, su, p, max_new_tokens, gamma, verifier, gen)
            for su, p in zip(setups, prompts)]

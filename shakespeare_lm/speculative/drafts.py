@@ -2,7 +2,11 @@
 
 They share one small interface (``Draft``): a smoothed character n-gram counted from the
 training text (``NGramDraft``), a small transformer with its own KV cache (``ModelDraft``),
-and prompt lookup (``PromptLookupDraft``, Saxena 2023).
+prompt lookup (``PromptLookupDraft``, Saxena 2023), and Medusa heads on the target's own
+hidden state (``HeadsDraft``, Cai et al. 2024).
+
+A draft that sets ``reads_target_hidden = True`` is also given, after each target pass,
+``observe(n, h)``: the target's last hidden state h (C,) after reading the first n ids.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import numpy as np
 import torch
 
 from ..generate import decode_one_token, prefill
+from ..heads import DraftHeads
 from ..model import Transformer
 from ..paths import TRAIN_FILE
 from ..timing import model_device
@@ -201,6 +206,49 @@ class PromptLookupDraft:
         pass
 
 
+class HeadsDraft:
+    """Medusa heads (Cai et al. 2024) as the draft: from ONE target hidden state, head i
+    gives q for the i-th token after the one the target is about to emit.
+
+    The verifier draws the next token from the target; the heads then propose up to
+    ``n_heads`` tokens past it, each from its own distribution (heads do not see each
+    other's proposals). Any q keeps speculative sampling exact, so the output distribution
+    is still the target's. A drafting step costs one row lookup; the heads' forward pass
+    (a few small matmuls) runs once per round, in ``observe``.
+    """
+
+    reads_target_hidden = True
+
+    def __init__(self, heads: DraftHeads, name: str = "heads"):
+        if not isinstance(heads, DraftHeads):
+            raise TypeError(f"heads must be DraftHeads (shakespeare_lm.heads.load_heads(model)), "
+                            f"got {type(heads).__name__}")
+        self.heads, self.name = heads, name
+        self.logits: dict[int, torch.Tensor] = {}  # n -> (n_heads, V) after the first n ids
+
+    def start(self, ids: list[int], max_len: int) -> None:
+        self.logits = {}
+
+    @torch.no_grad()
+    def observe(self, n: int, hidden: torch.Tensor) -> None:
+        """The target's last hidden state (C,) after reading ids[:n]: every head's logits."""
+        self.logits[n] = self.heads(hidden)
+
+    def next_logits(self, ids: list[int]) -> torch.Tensor | None:
+        # the latest state before the last id: head i proposes ids[n + i]
+        n = max((k for k in self.logits if k < len(ids)), default=None)
+        i = None if n is None else len(ids) - n
+        if i is None or not 1 <= i <= self.heads.n_heads:
+            return None
+        return self.logits[n][i - 1]
+
+    def rollback(self, length: int) -> None:
+        self.logits = {n: v for n, v in self.logits.items() if n <= length}
+
+    def finish(self) -> None:
+        self.logits = {}
+
+
 def as_draft(draft, target: Transformer) -> Draft:
     """A ``Draft`` from a Transformer (wrapped in ``ModelDraft``) or a ``Draft`` itself."""
     if isinstance(draft, Transformer):
@@ -212,5 +260,7 @@ def as_draft(draft, target: Transformer) -> Draft:
         return ModelDraft(draft)
     if isinstance(draft, Draft):
         return draft
-    raise TypeError(f"draft must be a Transformer or a Draft (NGramDraft, ModelDraft, "
-                    f"PromptLookupDraft), got {type(draft).__name__}")
+    if isinstance(draft, DraftHeads):
+        return HeadsDraft(draft)
+    raise TypeError(f"draft must be a Transformer, DraftHeads or a Draft (NGramDraft, "
+                    f"ModelDraft, PromptLookupDraft, HeadsDraft), got {type(draft).__name__}")
