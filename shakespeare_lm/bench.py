@@ -8,7 +8,6 @@ measurements taken side by side. Speed lives here, never in the tests.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import sys
 
@@ -20,7 +19,7 @@ from .generate import generate
 from . import bench_peers
 from .heads import HEADS_FILE, load_heads
 from .speculative import SPREAD_LIMIT, bench_speculative
-from .timing import benchmark, model_device
+from .timing import benchmark, model_device, write_json
 from .weights import load_pretrained
 
 PROMPT = "KATHARINA:\nMoved! in good time: "
@@ -191,8 +190,7 @@ def main(argv: list[str] | None = None) -> dict:
             print("\n7. ours vs transformers on the same weights: run with --peers, or "
                   "python -m shakespeare_lm.bench_peers")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, default=float)
+        write_json(args.json, results)
     return results
 
 

@@ -31,7 +31,6 @@ to 6. The output says how many were generated.
 from __future__ import annotations
 
 import argparse
-import json
 import platform
 import statistics
 import sys
@@ -44,7 +43,7 @@ from .generate import generate
 from .hf import hf_inputs, to_transformers
 from .heads import HEADS_FILE, load_heads
 from .speculative import HeadsDraft, NGramDraft, PromptLookupDraft, speculative_decode
-from .timing import interleaved, relative_spread
+from .timing import interleaved, relative_spread, write_json
 from .weights import load_pretrained
 
 PROMPT = "KATHARINA:\nMoved! in good time: let him that moved you "
@@ -304,8 +303,7 @@ def _run(args) -> dict:
             results["checks"][f"plain_b1_{t}_same_sample"] = same
             print(f"   plain b1 sampled text identical for the same seed: {same}")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2, default=float)
+        write_json(args.json, results)
     return results
 
 

@@ -88,3 +88,11 @@ def relative_spread(seconds: list[float]) -> float:
 
 def model_device(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
+
+
+def write_json(path, results: dict) -> None:
+    """Save a bench's results (``--json PATH``); numpy and torch scalars become floats."""
+    import json
+
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2, default=float)

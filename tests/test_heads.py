@@ -6,6 +6,7 @@ from shakespeare_lm import heads as H
 from shakespeare_lm import speculative as sp
 
 from .conftest import make_tiny
+from .test_speculative import assert_chi_square_verdict
 
 
 def make_heads(model, n_heads=3, seed=0):
@@ -53,12 +54,7 @@ def test_greedy_with_heads_equals_greedy_target_bit_for_bit(tiny, tok, heads, pr
 @pytest.mark.parametrize("verifier, passes", [("exact", True), ("no_residual", False)])
 def test_chi_square_with_heads_passes_exact_verifier_and_catches_broken_one(
         tiny, tok, heads, verifier, passes):
-    counts, exact = sp.next_token_counts(tiny, heads, tok, "To be, or not", 600, 2,
-                                         temperature=0.1, seed=0, verifier=verifier)
-    assert counts.sum() == 600
-    stat, dof, p_value = sp.chi_square_test(counts, exact)
-    assert dof >= 3
-    assert (p_value > 0.01) if passes else (p_value < 1e-4)
+    assert_chi_square_verdict(tiny, heads, tok, verifier, passes)
 
 
 # --- saving and loading ---------------------------------------------------------------

@@ -73,7 +73,12 @@ def test_draft_identical_to_target_accepts_everything(tiny, tok, gamma):
 @pytest.mark.parametrize("verifier, passes", [("exact", True), ("no_residual", False)])
 def test_chi_square_of_first_token_passes_exact_verifier_and_catches_broken_one(
         tiny, tok, draft_model, verifier, passes):
-    counts, exact = sp.next_token_counts(tiny, draft_model, tok, "To be, or not", 600, 2,
+    assert_chi_square_verdict(tiny, draft_model, tok, verifier, passes)
+
+
+def assert_chi_square_verdict(target, draft, tok, verifier, passes):
+    """600 first characters after one prompt: the exact verifier passes, a broken one fails."""
+    counts, exact = sp.next_token_counts(target, draft, tok, "To be, or not", 600, 2,
                                          temperature=0.1, seed=0, verifier=verifier)
     assert counts.sum() == 600
     stat, dof, p_value = sp.chi_square_test(counts, exact)
