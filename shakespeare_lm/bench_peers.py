@@ -42,11 +42,12 @@ import torch
 from .generate import generate
 from .hf import hf_inputs, to_transformers
 from .heads import HEADS_FILE, load_heads
-from .speculative import HeadsDraft, NGramDraft, PromptLookupDraft, speculative_decode
+from .speculative import (BENCH_PROMPT, HeadsDraft, NGramDraft, PromptLookupDraft,
+                          speculative_decode)
 from .timing import interleaved, relative_spread, write_json
 from .weights import load_pretrained
 
-PROMPT = "KATHARINA:\nMoved! in good time: let him that moved you "
+PROMPT = BENCH_PROMPT  # the speculative bench's prompt, so the two benches are comparable
 SPREAD_LIMIT = 0.3   # (max - min) / median above which a figure is too noisy for a ratio
 
 

@@ -19,12 +19,13 @@ from __future__ import annotations
 import html
 import json
 
+from .explorer import START_OF_WORD as DEFAULT_CONTEXT  # the explorers' usual context
+
 KINDS = {
     "truncation": "Your context, every truncation rule, and continuations under them",
     "step": "Generation one character at a time, and the KV cache filling",
     "speculative": "Speculative decoding live: the draft model proposes, the main model verifies",
 }
-DEFAULT_CONTEXT = "KATHARINA:\nMoved! in good time: let him that moved you "
 
 # Finds the site's _static folder (Sphinx writes data-content_root on <html>) and loads the
 # explorers once per page; they mount every .slm-live element.
