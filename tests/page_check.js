@@ -1,19 +1,21 @@
 // Collects what a reader sees on the page, for tests/page_check.py to judge.
 () => {
-  const root = document.querySelector("article.bd-article") || document.querySelector("main")
-    || document.body;
-  const NOT_TEXT = "pre, code, kbd, samp, tt, mjx-container, math, script, style, noscript, "
-    + "textarea, select, button, .headerlink, .copybtn";
-  const BLOCK = "p, li, dt, dd, td, th, caption, figcaption, .caption, h1, h2, h3, h4, h5, h6, "
-    + "summary, .admonition-title, blockquote, text, tspan, label, .widget-label";
-  const MARK = { "mjx-container": "math", math: "math", pre: "code", code: "code", kbd: "code",
-                 samp: "code", tt: "code" };
+  const root = document.querySelector("article.bd-article")
+    || document.querySelector("main") || document.body;
+  const NOT_TEXT = "pre, code, kbd, samp, tt, mjx-container, math, script, style, "
+    + "noscript, textarea, select, button, .headerlink, .copybtn";
+  const BLOCK = "p, li, dt, dd, td, th, caption, figcaption, .caption, h1, h2, h3, h4, "
+    + "h5, h6, summary, .admonition-title, blockquote, text, tspan, label, "
+    + ".widget-label";
+  const MARK = { "mjx-container": "math", math: "math", pre: "code", code: "code",
+                 kbd: "code", samp: "code", tt: "code" };
   const shown = (el) => el.checkVisibility({ visibilityProperty: true });
   // prose in a closed dropdown counts: the reader opens it
-  const readable = (el) => shown(el) || !!el.closest("details:not([open]), .toggle-hidden");
+  const readable = (el) => shown(el)
+    || !!el.closest("details:not([open]), .toggle-hidden");
 
-  // text grouped by its nearest block element, in page order; rendered math and code inside
-  // a block stand as ⟨math⟩ and ⟨code⟩, so that text either side of them stays apart
+  // text grouped by its nearest block element, in page order; rendered maths and code
+  // in a block stand as ⟨math⟩ and ⟨code⟩, so that text either side of them stays apart
   function blocks(keep) {
     const groups = new Map();
     const add = (el, text) => {
@@ -38,8 +40,9 @@
   }
   const prose = blocks((el) => !el.closest(".cell, .slm-live") && !el.closest("svg")
                                && readable(el));
-  const richOutput = blocks((el) => !!el.closest(".cell_output, .slm-live") && readable(el));
-  const pasted = [...root.querySelectorAll(".pasted-text")]
+  const richOutput = blocks((el) => !!el.closest(".cell_output, .slm-live")
+                                    && readable(el));
+  const pasted = [...root.querySelectorAll(".pasted-text, .inline-value")]  // values
     .filter((el) => !el.closest(".cell")).map((el) => el.textContent);
   const code = [...root.querySelectorAll(".cell_input pre")].filter(shown)
     .map((pre) => pre.innerText.replace(/\n$/, ""));
@@ -54,16 +57,19 @@
     const box = svg.viewBox && svg.viewBox.baseVal;
     const abs = (v) => (v && /^[\d.]+(px)?$/.test(v.trim()) ? parseFloat(v) : null);
     const pt = (v) => (v && /^[\d.]+pt$/.test(v.trim()) ? parseFloat(v) * 4 / 3 : null);
-    return [abs(w) || pt(w) || (box && box.width) || 0, abs(h) || pt(h) || (box && box.height) || 0];
+    return [abs(w) || pt(w) || (box && box.width) || 0,
+            abs(h) || pt(h) || (box && box.height) || 0];
   }
   const images = [];
   for (const img of root.querySelectorAll("img")) {
     if (!shown(img) || !img.complete || !img.naturalWidth) continue;
-    const attr = parseFloat(img.getAttribute("width"));  // a HiDPI image's intended width
-    const natural = /^\d+(\.\d+)?(px)?$/.test(img.getAttribute("width") || "") ? attr
+    const width = img.getAttribute("width") || "";  // a HiDPI image's intended width
+    const natural = /^\d+(\.\d+)?(px)?$/.test(width) ? parseFloat(width)
       : img.naturalWidth;
-    images.push({ name: "img " + (img.getAttribute("src") || "").split("/").pop().slice(0, 60),
-                  natural, natural_height: img.naturalHeight * natural / img.naturalWidth,
+    const file = (img.getAttribute("src") || "").split("/").pop().slice(0, 60);
+    images.push({ name: "img " + file,
+                  natural,
+                  natural_height: img.naturalHeight * natural / img.naturalWidth,
                   shown: img.getBoundingClientRect().width });
   }
   for (const svg of root.querySelectorAll("svg")) {
@@ -74,7 +80,7 @@
                   shown: svg.getBoundingClientRect().width });
   }
 
-  function clipped(el, top) {  // inside a box of its own that scrolls or clips, below top
+  function clipped(el, top) {  // inside a box below top that scrolls or clips
     for (let a = el.parentElement; a && a !== top; a = a.parentElement) {
       if (getComputedStyle(a).overflowX !== "visible") return true;
     }
@@ -84,8 +90,9 @@
     const box = top.getBoundingClientRect(), out = [];
     for (const el of top.querySelectorAll("*")) {
       const r = el.getBoundingClientRect();
-      const ownText = [...el.childNodes].some((n) => n.nodeType === 3 && n.nodeValue.trim());
-      const spills = ownText && el.scrollWidth > el.clientWidth + 1  // its text runs out of it
+      const ownText = [...el.childNodes]
+        .some((n) => n.nodeType === 3 && n.nodeValue.trim());
+      const spills = ownText && el.scrollWidth > el.clientWidth + 1  // text runs out
         && getComputedStyle(el).overflowX === "visible" ? r.left + el.scrollWidth : 0;
       const right = Math.max(r.right, spills);
       if (!r.width || (right <= box.right + 1 && r.left >= box.left - 1)) continue;
@@ -99,7 +106,8 @@
     { name: "article", scroll: root.scrollWidth, client: root.clientWidth,
       culprits: root.scrollWidth > root.clientWidth + 1 ? culprits(root) : [] },
     { name: "page", scroll: page.scrollWidth, client: page.clientWidth,
-      culprits: page.scrollWidth > page.clientWidth + 1 ? culprits(document.body) : [] },
+      culprits: page.scrollWidth > page.clientWidth + 1 ? culprits(document.body)
+        : [] },
   ];
   return { prose, rich_output: richOutput, pasted, code, images, columns,
            height: page.scrollHeight };

@@ -30,7 +30,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def _missing(reason: str):
+def missing(reason: str):
     if REQUIRED:
         pytest.fail(f"{reason} (REQUIRE_BROWSER=1: the browser tests must run)")
     pytest.skip(reason)
@@ -70,7 +70,7 @@ def launch(playwright):
 @pytest.fixture(scope="module")
 def site_url():
     if not (SITE / "index.html").exists():
-        _missing(f"no built site at {SITE}: run `make book` first")
+        missing(f"no built site at {SITE}: run `make book` first")
     with serve(SITE) as url:
         yield url
 
@@ -78,11 +78,11 @@ def site_url():
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
-        _missing("Debian's chromium is not installed (apt-get install chromium)")
+        missing("Debian's chromium is not installed (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("playwright is not installed")
+        missing("playwright is not installed")
     with sync_playwright() as p:
         b = launch(p)
         yield b
