@@ -151,7 +151,7 @@ class LabPage:
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.route("**/*", self._route)
         self.page.goto(f"{server.url}/lab/tree/{UNRUN}?token={server.token}")
-        self.panels = {UNRUN: self._panel(UNRUN)}
+        self.panels = {UNRUN: self._panel(UNRUN, kernel=False)}
 
     def _route(self, route):
         url = urlparse(route.request.url)
@@ -164,19 +164,20 @@ class LabPage:
     def open(self, name: str):
         """Open a second chapter from the file browser, beside the first."""
         self.page.locator(".jp-DirListing-itemText", has_text=name).dblclick()
-        self.panels[name] = self._panel(name)
+        self.panels[name] = self._panel(name, kernel=True)
         return self.panels[name]
 
     def tab(self, name: str):
         return self.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
 
-    def _panel(self, name: str):
-        """The panel of tab ``name``, once its cells are in and its kernel is idle."""
+    def _panel(self, name: str, kernel: bool):
+        """The panel of tab ``name``, once its cells are in (and its kernel is idle)."""
         tab = self.tab(name)
         tab.wait_for(timeout=60_000)
         panel = self.page.locator(f"[id='{tab.get_attribute('data-id')}']")
         panel.locator(".jp-MarkdownCell").first.wait_for(timeout=60_000)
-        self.wait_idle(panel)
+        if kernel:
+            self.wait_idle(panel)
         return panel
 
     def wait_idle(self, panel, timeout: float = 120_000):
