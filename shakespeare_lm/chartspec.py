@@ -1,0 +1,241 @@
+"""The book's chart specs, drawn with Vega-Lite: one spec becomes data rows, and a list of
+specs (the frames of a ``figures.SliderFigure``) becomes layers that draw the rows of the
+frame the sliders select.
+
+A chart spec is a plain dict (JSON); every key is optional:
+
+    {"title": str, "xlabel": str, "ylabel": str, "xlog": bool, "ylog": bool,
+     "xlim": [lo, hi], "ylim": [lo, hi],
+     "categories": [str, ...],                                 # a bar chart on these labels
+     "bars":   [{"y": [...], "name": str, "color": css, "fill": bool, "colors": [css, ...]}],
+     "lines":  [{"x": [...], "y": [...], "name": str, "color": css, "dash": bool}],
+     "points": [{"x": num, "y": num, "label": str, "color": css}],
+     "vlines": [{"x": num, "label": str, "color": css}], "hlines": [{"y": num, ...}],
+     "caption": str}                                           # text under the chart
+
+Bars of several series stand side by side in each category; ``fill: False`` draws a
+series as outlines, ``colors`` colours its bars one by one. Named bar and line series get a
+legend above the chart; points and reference lines carry their own labels. Axis labels,
+log scales and limits are taken from the first frame that sets them.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import style
+
+ROW_KINDS = ("bar", "line", "point", "vline", "hline")
+
+
+def colour_key(name: str, colour: str) -> str:
+    """The value a row's colour is encoded by: its series name and colour (``name|colour``),
+    so that a series whose bars have several colours keeps one legend entry."""
+    return f"{name}|{colour}"
+
+
+def _number(v, log: bool):
+    """A plotted number: NaN and infinities (and non-positive values on a log axis) -> None."""
+    if v is None:
+        return None
+    v = float(v)
+    if not math.isfinite(v) or (log and v <= 0):
+        return None
+    return v
+
+
+def _bar_rows(spec: dict) -> list[dict]:
+    cats, rows = spec.get("categories") or [], []
+    for j, bar in enumerate(spec.get("bars", [])):
+        name = bar.get("name", "")
+        colour = bar.get("color") or style.PALETTE[j % len(style.PALETTE)]
+        for i, y in enumerate(bar["y"]):
+            c = (bar.get("colors") or [colour] * len(bar["y"]))[i]
+            row = {"m": "bar", "c": str(cats[i]), "o": i, "j": j, "s": name,
+                   "k": colour_key(name, c), "y": _number(y, spec.get("ylog", False))}
+            if bar.get("fill") is False:
+                row["w"] = 1  # outline
+            rows.append(row)
+    return rows
+
+
+def _line_rows(spec: dict) -> list[dict]:
+    rows, xlog, ylog = [], spec.get("xlog", False), spec.get("ylog", False)
+    for j, line in enumerate(spec.get("lines", [])):
+        name = line.get("name", "")
+        colour = line.get("color") or style.PALETTE[j % len(style.PALETTE)]
+        for x, y in zip(line["x"], line["y"]):
+            row = {"m": "line", "j": j, "s": name, "k": colour_key(name, colour),
+                   "x": _number(x, xlog), "y": _number(y, ylog)}
+            if line.get("dash"):
+                row["d"] = 1
+            rows.append(row)
+    return rows
+
+
+def _mark_rows(spec: dict) -> list[dict]:
+    xlog, ylog, rows = spec.get("xlog", False), spec.get("ylog", False), []
+    for p in spec.get("points", []):
+        rows.append({"m": "point", "k": colour_key("", p.get("color") or style.INK),
+                     "x": _number(p["x"], xlog), "y": _number(p["y"], ylog),
+                     "t": p.get("label", "")})
+    for v in spec.get("vlines", []):
+        rows.append({"m": "vline", "k": colour_key("", v.get("color") or style.GREY),
+                     "x": _number(v["x"], xlog), "t": v.get("label", "")})
+    for h in spec.get("hlines", []):
+        rows.append({"m": "hline", "k": colour_key("", h.get("color") or style.GREY),
+                     "y": _number(h["y"], ylog), "t": h.get("label", "")})
+    return rows
+
+
+def spec_rows(spec: dict) -> list[dict]:
+    """The rows that draw one chart spec: ``m`` the mark kind (``ROW_KINDS``), ``k`` the
+    colour key, ``s`` and ``j`` the series name and index, ``c`` and ``o`` a bar's category
+    and its position, ``x``, ``y``, ``t`` a label, ``d`` dashed, ``w`` an outline bar."""
+    if spec.get("bars") and not spec.get("categories"):
+        raise ValueError(f"a chart spec with bars needs categories (got keys {sorted(spec)})")
+    return _bar_rows(spec) + _line_rows(spec) + _mark_rows(spec)
+
+
+def frame_rows(frames: list[dict]) -> list[dict]:
+    """The rows of every frame, each tagged with ``f``, its frame's index; a row that every
+    frame draws alike is kept once, with ``f = -1``."""
+    per_frame = [[tuple(sorted(r.items())) for r in spec_rows(spec)] for spec in frames]
+    common = set(per_frame[0]).intersection(*per_frame[1:]) if per_frame else set()
+    rows = [{**dict(r), "f": -1} for r in per_frame[0] if r in common] if per_frame else []
+    for f, keyed in enumerate(per_frame):
+        rows += [{**dict(r), "f": f} for r in keyed if r not in common]
+    return rows
+
+
+# --- drawing: layers over the rows -------------------------------------------------------
+def first(frames: list[dict], key: str, default=None):
+    """The first frame's value of ``key`` among those that set it."""
+    return next((s[key] for s in frames if s.get(key) not in (None, "")), default)
+
+
+def _colour_scale(rows: list[dict]):
+    import altair as alt
+
+    keys = list(dict.fromkeys(r["k"] for r in rows))
+    series = {}  # series name -> its first colour key: one legend entry per series
+    for r in rows:
+        if r["m"] in ("bar", "line") and r["s"]:
+            series.setdefault(r["s"], r["k"])
+    lines_only = all(r["m"] != "bar" for r in rows)
+    legend = alt.Legend(values=list(series.values()), title=None,
+                        labelExpr="split(datum.label, '|')[0]",
+                        symbolType="stroke" if lines_only else "square",
+                        symbolStrokeWidth=3 if lines_only else 1) if series else None
+    return alt.Color("k:N", legend=legend,
+                     scale=alt.Scale(domain=keys, range=[k.rsplit("|", 1)[1] for k in keys]))
+
+
+def _category_axis(frames: list[dict], width: int):
+    """Category labels side by side when they fit, slanted when they would collide."""
+    import altair as alt
+
+    cats = [str(c) for s in frames for c in (s.get("categories") or [])]
+    n = max(len(s.get("categories") or []) for s in frames)
+    longest = max((len(c) for c in cats), default=1)
+    fits = longest * 0.62 * style.FONT_SIZES["tick"] + 6 <= width / max(n, 1)
+    return alt.Axis(labelAngle=0 if fits else -40, labelAlign="center" if fits else "right",
+                    labelLimit=150, labelOverlap=False, labelPadding=4)
+
+
+def _scale(log: bool, lim, zero: bool):
+    import altair as alt
+
+    kw = {"type": "log"} if log else {"zero": zero}
+    if lim:
+        kw["domain"] = [float(lim[0]), float(lim[1])]
+    return alt.Scale(**kw)
+
+
+def _axes(frames: list[dict], width: int) -> dict:
+    """The x, y (and for grouped bars xOffset) encodings shared by the layers."""
+    import altair as alt
+
+    xlabel, ylabel = first(frames, "xlabel"), first(frames, "ylabel")
+    ylog = bool(first(frames, "ylog", False))
+    y = alt.Y("y:Q", title=ylabel, scale=_scale(ylog, first(frames, "ylim"), not ylog),
+              axis=alt.Axis(format="~g" if ylog else alt.Undefined, labelOverlap=True))
+    if first(frames, "categories"):
+        x = alt.X("c:N", title=xlabel, axis=_category_axis(frames, width),
+                  sort=alt.EncodingSortField(field="o", op="min"))
+        return {"x": x, "y": y, "xOffset": alt.XOffset("j:N")}
+    xlog = bool(first(frames, "xlog", False))
+    x = alt.X("x:Q", title=xlabel, scale=_scale(xlog, first(frames, "xlim"), False),
+              axis=alt.Axis(format="~g" if xlog else alt.Undefined, labelOverlap=True))
+    return {"x": x, "y": y}
+
+
+def _tooltips(frames: list[dict], kind: str) -> list:
+    import altair as alt
+
+    xl, yl = first(frames, "xlabel", "x"), first(frames, "ylabel", "y")
+    value = [alt.Tooltip("y:Q", title=yl, format=".4~g")]
+    if kind == "bar":
+        return [alt.Tooltip("c:N", title=xl if xl != "x" else "category"),
+                alt.Tooltip("s:N", title="series")] + value
+    x = [alt.Tooltip("x:Q", title=xl, format=".4~g")]
+    return ([alt.Tooltip("s:N", title="series")] if kind == "line" else
+            [alt.Tooltip("t:N", title="point")]) + x + value
+
+
+def _bar_layers(frames, enc, where, kinds, clip) -> list:
+    import altair as alt
+
+    tips = _tooltips(frames, "bar")
+    out = []
+    if "bar" in kinds:
+        out.append(alt.Chart().mark_bar(opacity=0.9, clip=clip).encode(**enc, tooltip=tips)
+                   .transform_filter(f"{where} && datum.m == 'bar' && !datum.w"))
+    if "outline" in kinds:
+        out.append(alt.Chart().mark_bar(filled=False, strokeWidth=1.5, clip=clip).encode(**enc, tooltip=tips)
+                   .transform_filter(f"{where} && datum.m == 'bar' && datum.w"))
+    return out
+
+
+def _xy_layers(frames, enc, where, kinds, width, clip) -> list:
+    import altair as alt
+
+    out, xy = [], {"x": enc["x"], "y": enc["y"], "color": enc["color"]}
+    label = {"text": alt.Text("t:N"), "color": enc["color"]}
+    if "line" in kinds:
+        dash = alt.StrokeDash("d:N", legend=None,
+                              scale=alt.Scale(domain=[0, 1], range=[[1, 0], [6, 4]]))
+        out.append(alt.Chart().mark_line(clip=clip).encode(
+            **xy, detail="j:N", strokeDash=dash, tooltip=_tooltips(frames, "line"))
+            .transform_filter(f"{where} && datum.m == 'line'").transform_calculate(d="datum.d || 0"))
+    if "vline" in kinds:
+        vl = alt.Chart().transform_filter(f"{where} && datum.m == 'vline'")
+        out += [vl.mark_rule(strokeDash=[5, 4], strokeWidth=1.5).encode(x=enc["x"], color=enc["color"]),
+                vl.mark_text(align="left", baseline="top", dx=4, y=4).encode(x=enc["x"], **label)]
+    if "hline" in kinds:
+        hl = alt.Chart().transform_filter(f"{where} && datum.m == 'hline'")
+        out += [hl.mark_rule(strokeDash=[5, 4], strokeWidth=1.5).encode(y=enc["y"], color=enc["color"]),
+                hl.mark_text(align="right", baseline="bottom", dy=-3, x=width).encode(y=enc["y"], **label)]
+    if "point" in kinds:
+        pt = alt.Chart().transform_filter(f"{where} && datum.m == 'point'")
+        out += [pt.mark_circle(size=90, opacity=1, stroke="white", strokeWidth=1, clip=clip)
+                .encode(**xy, tooltip=_tooltips(frames, "point")),
+                pt.mark_text(align="left", dx=8, dy=-8, fontWeight="bold").encode(
+                    x=enc["x"], y=enc["y"], **label)]
+    return out
+
+
+def chart_layers(frames: list[dict], rows: list[dict], where: str, width: int, height: int):
+    """A layered Vega-Lite chart (Altair) of ``rows`` (from ``frame_rows(frames)``) that draws
+    the rows passing the filter expression ``where`` (which selects a frame)."""
+    import altair as alt
+
+    kinds = {("outline" if r.get("w") else r["m"]) for r in rows}
+    enc = {**_axes(frames, width), "color": _colour_scale(rows)}
+    clip = bool(first(frames, "xlim") or first(frames, "ylim"))  # limits cut what is outside
+    layers = (_bar_layers(frames, enc, where, kinds, clip)
+              + _xy_layers(frames, enc, where, kinds, width, clip))
+    if not layers:
+        raise ValueError("the chart specs draw nothing: give bars, lines, points or vlines/hlines")
+    return alt.layer(*layers, data=alt.NamedData(name="frames")).properties(width=width,
+                                                                          height=height)
