@@ -129,7 +129,8 @@ def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
 def execute(path: Path, timeout: int = 600) -> float:
     """Run every cell of ``path`` top to bottom and save it with outputs; return seconds."""
     import nbformat
-    from nbclient import NotebookClient
+
+    from .inline import InlineClient
 
     pinned = pinned_numerics()
     wrong = unpinned(pinned)
@@ -139,7 +140,7 @@ def execute(path: Path, timeout: int = 600) -> float:
                          "outputs reproduce on other machines")
     nb = nbformat.read(path, as_version=4)
     nb.metadata["shakespeare_lm"] = {"numerics": pinned}
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+    client = InlineClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                             resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()

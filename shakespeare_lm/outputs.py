@@ -86,6 +86,14 @@ def cell_texts(cell: dict, subs: list[tuple[re.Pattern, str]]) -> list[str]:
     return texts
 
 
+def inline_texts(cell: dict) -> list[str]:
+    """The values a Markdown cell's ``{eval}`` expressions showed, as ``expression: text``."""
+    from .inline import stored_text
+
+    return [f"{e['expression']}: {stored_text(e['result'])[1]}"
+            for e in cell.get("metadata", {}).get("user_expressions", [])]
+
+
 def _join(value) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
@@ -138,6 +146,14 @@ def compare_cells(stored: dict, fresh: dict) -> list[Mismatch]:
     subs, found = sanitizers(), []
     for i, (a, b) in enumerate(zip(stored["cells"], fresh["cells"])):
         tags = a.get("metadata", {}).get("tags", [])
+        if a["cell_type"] == "markdown":
+            if len(inline_texts(a)) != len(inline_texts(b)):
+                found.append(Mismatch(i, f"{len(inline_texts(a))} inline values stored, "
+                                         f"{len(inline_texts(b))} now"))
+                continue
+            found += [Mismatch(i, why) for x, y in zip(inline_texts(a), inline_texts(b))
+                      if (why := numbers_agree(x, y))]
+            continue
         if a["cell_type"] != "code" or IGNORE_TAG in tags or "nbval-skip" in tags:
             continue
         ta, tb = cell_texts(a, subs), cell_texts(b, subs)
@@ -153,12 +169,13 @@ def compare_notebook(path: Path, timeout: int = 600) -> tuple[list[Mismatch], st
     import copy
 
     import nbformat
-    from nbclient import NotebookClient
+
+    from .inline import InlineClient
 
     stored = nbformat.read(path, as_version=4)
     fresh = copy.deepcopy(stored)
     fresh.cells.append(nbformat.v4.new_code_cell(PROBE))
-    NotebookClient(fresh, timeout=timeout, kernel_name="python3",
+    InlineClient(fresh, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(Path(path).parent)}}).execute()
     probe = fresh.cells.pop()
     kernel = "".join(o.get("text", "") for o in probe.outputs).strip()

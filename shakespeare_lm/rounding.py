@@ -8,8 +8,12 @@ first, to the precision a reader needs.
 * :func:`rounded` rounds floats, numpy scalars and arrays, torch tensors, pandas
   DataFrames and Series, and any list, tuple or dict of them, to ``digits`` significant digits, and returns plain Python
   numbers (so a repr reads ``0.58``, never ``np.float64(0.58)``). Integers stay exact.
-* :func:`glue` is ``myst_nb.glue(name, rounded(value), display=False)``: the one way a
-  chapter puts a number into its prose.
+* :func:`glue` records ``rounded(value)`` under a name in :data:`glued`: the one way a
+  chapter puts a number into its prose. The prose shows it with MyST's inline expression
+  role, ``{eval}`glued.name``` (or ``{eval}`glued.name(".1f")``` with a format spec).
+  JupyterLab (jupyterlab-myst) evaluates the expression in the reader's kernel; the static
+  site shows the value that ``python -m shakespeare_lm.book execute`` stored in the cell's
+  ``user_expressions`` metadata (``book/_ext/inline_values.py``). One source, both media.
 * :func:`below` shows a quantity that *measures* numerical noise (the largest difference
   between two ways of computing the same thing) as a bound, never as its noisy value.
 
@@ -56,11 +60,72 @@ def rounded(value, digits: int = DIGITS):
     return value
 
 
-def glue(name: str, value, digits: int = DIGITS) -> None:
-    """Glue ``value``, rounded to ``digits`` significant digits, for ``{glue:text}`name```."""
-    from myst_nb import glue as myst_glue
+class Shown:
+    """A glued value as prose shows it: its repr is the text itself, never a Python repr.
 
-    myst_glue(name, rounded(value, digits), display=False)
+    ``shown(".1f")`` is the same value under a format spec (as ``format(value, spec)``).
+    ``markdown=True`` values are Markdown fragments (a verdict with emphasis, say).
+    """
+
+    def __init__(self, name: str, value, markdown: bool = False):
+        self.name, self.value, self.markdown = name, value, markdown
+
+    def __call__(self, spec: str) -> Shown:
+        if not isinstance(self.value, numbers.Real) or isinstance(self.value, bool):
+            raise ValueError(f"glued value {self.name!r} is {self.value!r}, not a number: a "
+                             f"format spec such as {spec!r} applies to numbers only")
+        return Shown(self.name, format(self.value, spec))
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    __repr__ = __str__
+
+    def _repr_markdown_(self):
+        return str(self) if self.markdown else None
+
+
+class Glued:
+    """Every value glued in this kernel, by name: ``glued.ch3_tail_count``."""
+
+    def __init__(self):
+        self._values: dict[str, Shown] = {}
+
+    def record(self, name: str, value, markdown: bool = False) -> None:
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"glue name {name!r} is invalid: use a Python identifier such "
+                             "as 'ch3_tail_count', so that prose can write glued.<name>")
+        self._values[name] = Shown(name, value, markdown)
+
+    def __getattr__(self, name: str) -> Shown:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(f"nothing is glued as {name!r} yet: run the cell that calls "
+                                 f"glue({name!r}, ...) first") from None
+
+    def __dir__(self):
+        return sorted(self._values)
+
+    def __repr__(self) -> str:
+        return f"<{len(self._values)} glued values: {', '.join(sorted(self._values))}>"
+
+
+glued = Glued()
+
+
+def glue(name: str, value, digits: int = DIGITS, *, markdown: bool = False) -> None:
+    """Record ``value``, rounded to ``digits`` significant digits, as ``glued.<name>``.
+
+    ``markdown=True`` (or an ``IPython.display.Markdown`` value) for a Markdown fragment.
+    """
+    if type(value).__name__ == "Markdown" and hasattr(value, "data"):  # IPython.display
+        value, markdown = value.data, True
+    if markdown and not isinstance(value, str):
+        raise ValueError(f"glue({name!r}, markdown=True) needs a string, got {value!r}")
+    glued.record(name, rounded(value, digits), markdown)
 
 
 def below(value: float, bound: float) -> str:
