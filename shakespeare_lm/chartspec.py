@@ -21,6 +21,7 @@ log scales and limits are taken from the first frame that sets them.
 
 from __future__ import annotations
 
+import json
 import math
 
 from . import style
@@ -97,15 +98,21 @@ def spec_rows(spec: dict) -> list[dict]:
     return _bar_rows(spec) + _line_rows(spec) + _mark_rows(spec)
 
 
-def frame_rows(frames: list[dict]) -> list[dict]:
-    """The rows of every frame, each tagged with ``f``, its frame's index; a row that every
-    frame draws alike is kept once, with ``f = -1``."""
+def frame_rows(frames: list[dict]) -> tuple[list[dict], list[str]]:
+    """The rows of every frame, each tagged with ``f``, its frame's index (a row that every
+    frame draws alike is kept once, with ``f = -1``), and the colour keys: a row's ``k``
+    becomes its key's index in that list, and ``s`` (the series name, in the key) goes."""
     per_frame = [[tuple(sorted(r.items())) for r in spec_rows(spec)] for spec in frames]
     common = set(per_frame[0]).intersection(*per_frame[1:]) if per_frame else set()
     rows = [{**dict(r), "f": -1} for r in per_frame[0] if r in common] if per_frame else []
     for f, keyed in enumerate(per_frame):
         rows += [{**dict(r), "f": f} for r in keyed if r not in common]
-    return rows
+    keys = list(dict.fromkeys(r["k"] for r in rows))
+    index = {k: i for i, k in enumerate(keys)}
+    for r in rows:
+        r["k"] = index[r["k"]]
+        r.pop("s", None)
+    return rows, keys
 
 
 # --- drawing: layers over the rows -------------------------------------------------------
@@ -114,21 +121,23 @@ def first(frames: list[dict], key: str, default=None):
     return next((s[key] for s in frames if s.get(key) not in (None, "")), default)
 
 
-def _colour_scale(rows: list[dict]):
+def _colour_scale(rows: list[dict], keys: list[str]):
+    """Colour by key index; a legend entry for each named bar or line series (its first
+    colour), labelled with the series' name."""
     import altair as alt
 
-    keys = list(dict.fromkeys(r["k"] for r in rows))
-    series = {}  # series name -> its first colour key: one legend entry per series
+    names = [k.rsplit("|", 1)[0] for k in keys]
+    series = {}  # series name -> its first key: one legend entry per series
     for r in rows:
-        if r["m"] in ("bar", "line") and r["s"]:
-            series.setdefault(r["s"], r["k"])
+        if r["m"] in ("bar", "line") and names[r["k"]]:
+            series.setdefault(names[r["k"]], r["k"])
     lines_only = all(r["m"] != "bar" for r in rows)
     legend = alt.Legend(values=list(series.values()), title=None,
-                        labelExpr="split(datum.label, '|')[0]",
+                        labelExpr=f"{json.dumps(names)}[datum.value]",
                         symbolType="stroke" if lines_only else "square",
                         symbolStrokeWidth=3 if lines_only else 1) if series else None
-    return alt.Color("k:N", legend=legend,
-                     scale=alt.Scale(domain=keys, range=[k.rsplit("|", 1)[1] for k in keys]))
+    return alt.Color("k:N", legend=legend, scale=alt.Scale(
+        domain=list(range(len(keys))), range=[k.rsplit("|", 1)[1] for k in keys]))
 
 
 def _category_axis(frames: list[dict], width: int):
@@ -225,17 +234,21 @@ def _xy_layers(frames, enc, where, kinds, width, clip) -> list:
     return out
 
 
-def chart_layers(frames: list[dict], rows: list[dict], where: str, width: int, height: int):
-    """A layered Vega-Lite chart (Altair) of ``rows`` (from ``frame_rows(frames)``) that draws
-    the rows passing the filter expression ``where`` (which selects a frame)."""
+def chart_layers(frames: list[dict], rows: list[dict], keys: list[str], where: str,
+                 width: int, height: int):
+    """A layered Vega-Lite chart (Altair) of ``rows`` (with ``keys``, from
+    ``frame_rows(frames)``) that draws the rows passing the filter expression ``where``
+    (which selects a frame)."""
     import altair as alt
 
     kinds = {("outline" if r.get("w") else r["m"]) for r in rows}
-    enc = {**_axes(frames, width), "color": _colour_scale(rows)}
+    enc = {**_axes(frames, width), "color": _colour_scale(rows, keys)}
     clip = bool(first(frames, "xlim") or first(frames, "ylim"))  # limits cut what is outside
     layers = (_bar_layers(frames, enc, where, kinds, clip)
               + _xy_layers(frames, enc, where, kinds, width, clip))
     if not layers:
         raise ValueError("the chart specs draw nothing: give bars, lines, points or vlines/hlines")
-    return alt.layer(*layers, data=alt.NamedData(name="frames")).properties(width=width,
-                                                                          height=height)
+    names = json.dumps([k.rsplit("|", 1)[0] for k in keys], ensure_ascii=False)
+    return (alt.layer(*layers, data=alt.NamedData(name="frames"))
+            .transform_calculate(s=f"{names}[datum.k]")  # the series' name, for tooltips
+            .properties(width=width, height=height))

@@ -234,9 +234,9 @@ class SliderFigure:
         return expr
 
     def _frames_chart(self, width: int, height: int):
-        rows = chartspec.frame_rows(self.frames)
-        main = chartspec.chart_layers(self.frames, rows, "(datum.f < 0 || datum.f == frame)",
-                                      width, height)
+        rows, keys = chartspec.frame_rows(self.frames)
+        main = chartspec.chart_layers(self.frames, rows, keys,
+                                      "(datum.f < 0 || datum.f == frame)", width, height)
         titles = [f.get("title", "") for f in self.frames]
         if any(titles):
             main = main.properties(title=frame_title(pick(titles, "frame")))

@@ -139,7 +139,7 @@ def vega_pages(figure: SliderFigure, settings: list[dict]) -> tuple[dict, list[d
         for items in drawn(spec, params[start:start + 400],
                            fields=["id", "series", "pf", "raw_p", "r0", "caption"]):
             bars = {(i["datum"]["series"], i["datum"]["id"]): i["datum"] for i in items
-                    if i["mark"] == "rect"}
+                    if i["mark"] == "rect" and i["role"] == "mark"}
             caption = [i["text"] for i in items if "caption" in i["datum"]]
             pages.append({"bars": bars, "caption": caption})
     return logits, pages
