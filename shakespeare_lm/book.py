@@ -12,9 +12,9 @@ under kernels that differ from the pinned ones.
 
 ``python -m shakespeare_lm.book vendor`` copies the JavaScript the static site needs
 offline (MathJax, require.js, the ipywidgets HTML manager, and Vega: vega, vega-lite and
-vega-embed, which draw the kernel-free figures) from ``node_modules`` (filled by ``npm ci``
-from ``package-lock.json``) into ``book/_vendor``, which Sphinx publishes as static files.
-Nothing is fetched from a CDN and nothing vendored is committed.
+vega-embed, which draw the kernel-free figures) from ``node_modules`` (filled by
+``npm ci`` from ``package-lock.json``) into ``book/_vendor``, which Sphinx publishes as
+static files. Nothing is fetched from a CDN and nothing vendored is committed.
 
 It also vendors the live model (``book/_vendor/live``): ONNX Runtime Web's classic script,
 and, as generated ``.js`` files, its WebAssembly binary and the ONNX graphs that
@@ -46,7 +46,7 @@ NODE_MODULES = ROOT / "node_modules"
 VENDOR = ROOT / "book" / "_vendor"
 _FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
-# the kernel-free figures: Vega's browser builds, loaded in this order (book/_js/slm_vega.js)
+# the kernel-free figures: Vega's browser builds, in load order (book/_js/slm_vega.js)
 VEGA_FILES = ("vega/build/vega.min.js", "vega-lite/build/vega-lite.min.js",
               "vega-embed/build/vega-embed.min.js")
 
@@ -71,8 +71,8 @@ def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
             shutil.copy2(f, dest / "html-manager" / f.name)
     (dest / "vega").mkdir()
     for f in VEGA_FILES:
-        (dest / "vega" / Path(f).name).write_text(_without_source_map((src / f).read_text("utf-8")),
-                                                  "utf-8")
+        text = _without_source_map((src / f).read_text("utf-8"))
+        (dest / "vega" / Path(f).name).write_text(text, "utf-8")
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     print(f"vendored MathJax, require.js, the widget HTML manager and Vega into {dest} "
           f"({size / 1e6:.1f} MB)")

@@ -1,22 +1,23 @@
-"""The book's chart specs, drawn with Vega-Lite: one spec becomes data rows, and a list of
-specs (the frames of a ``figures.SliderFigure``) becomes layers that draw the rows of the
-frame the sliders select.
+"""The book's chart specs, drawn with Vega-Lite: one spec becomes data rows, and a list
+of specs (the frames of a ``figures.SliderFigure``) becomes layers that draw the rows of
+the frame the sliders select.
 
 A chart spec is a plain dict (JSON); every key is optional:
 
     {"title": str, "xlabel": str, "ylabel": str, "xlog": bool, "ylog": bool,
      "xlim": [lo, hi], "ylim": [lo, hi],
-     "categories": [str, ...],                                 # a bar chart on these labels
-     "bars":   [{"y": [...], "name": str, "color": css, "fill": bool, "colors": [css, ...]}],
+     "categories": [str, ...],                       # a bar chart on these labels
+     "bars":   [{"y": [...], "name": str, "color": css, "fill": bool,
+                 "colors": [css, ...]}],
      "lines":  [{"x": [...], "y": [...], "name": str, "color": css, "dash": bool}],
      "points": [{"x": num, "y": num, "label": str, "color": css}],
      "vlines": [{"x": num, "label": str, "color": css}], "hlines": [{"y": num, ...}],
-     "caption": str}                                           # text under the chart
+     "caption": str}                                 # text under the chart
 
 Bars of several series stand side by side in each category; ``fill: False`` draws a
-series as outlines, ``colors`` colours its bars one by one. Named bar and line series get a
-legend above the chart; points and reference lines carry their own labels. Axis labels,
-log scales and limits are taken from the first frame that sets them.
+series as outlines, ``colors`` colours its bars one by one. Named bar and line series
+get a legend above the chart; points and reference lines carry their own labels. Axis
+labels, log scales and limits are taken from the first frame that sets them.
 """
 
 from __future__ import annotations
@@ -30,13 +31,13 @@ ROW_KINDS = ("bar", "line", "point", "vline", "hline")
 
 
 def colour_key(name: str, colour: str) -> str:
-    """The value a row's colour is encoded by: its series name and colour (``name|colour``),
+    """What a row's colour is encoded by: its series name and colour (``name|colour``),
     so that a series whose bars have several colours keeps one legend entry."""
     return f"{name}|{colour}"
 
 
 def _number(v, log: bool):
-    """A plotted number: NaN and infinities (and non-positive values on a log axis) -> None."""
+    """A plotted number; NaN, infinities (non-positive values on a log axis) -> None."""
     if v is None:
         return None
     v = float(v)
@@ -91,20 +92,25 @@ def _mark_rows(spec: dict) -> list[dict]:
 
 def spec_rows(spec: dict) -> list[dict]:
     """The rows that draw one chart spec: ``m`` the mark kind (``ROW_KINDS``), ``k`` the
-    colour key, ``s`` and ``j`` the series name and index, ``c`` and ``o`` a bar's category
-    and its position, ``x``, ``y``, ``t`` a label, ``d`` dashed, ``w`` an outline bar."""
+    colour key, ``s`` and ``j`` the series name and index, ``c`` and ``o`` a bar's
+    category and its position, ``x``, ``y``, ``t`` a label, ``d`` dashed, ``w`` an
+    outline bar."""
     if spec.get("bars") and not spec.get("categories"):
-        raise ValueError(f"a chart spec with bars needs categories (got keys {sorted(spec)})")
+        raise ValueError("a chart spec with bars needs categories "
+                         f"(got keys {sorted(spec)})")
     return _bar_rows(spec) + _line_rows(spec) + _mark_rows(spec)
 
 
 def frame_rows(frames: list[dict]) -> tuple[list[dict], list[str]]:
-    """The rows of every frame, each tagged with ``f``, its frame's index (a row that every
-    frame draws alike is kept once, with ``f = -1``), and the colour keys: a row's ``k``
-    becomes its key's index in that list, and ``s`` (the series name, in the key) goes."""
+    """The rows of every frame, each tagged with ``f``, its frame's index (a row that
+    every frame draws alike is kept once, with ``f = -1``), and the colour keys: a row's
+    ``k`` becomes its key's index in that list, and ``s`` (the series name, in the key)
+    goes."""
     per_frame = [[tuple(sorted(r.items())) for r in spec_rows(spec)] for spec in frames]
-    common = set(per_frame[0]).intersection(*per_frame[1:]) if per_frame else set()
-    rows = [{**dict(r), "f": -1} for r in per_frame[0] if r in common] if per_frame else []
+    if not per_frame:
+        raise ValueError("no frames: a figure needs at least one chart spec")
+    common = set(per_frame[0]).intersection(*per_frame[1:])
+    rows = [{**dict(r), "f": -1} for r in per_frame[0] if r in common]
     for f, keyed in enumerate(per_frame):
         rows += [{**dict(r), "f": f} for r in keyed if r not in common]
     keys = list(dict.fromkeys(r["k"] for r in rows))
@@ -115,7 +121,7 @@ def frame_rows(frames: list[dict]) -> tuple[list[dict], list[str]]:
     return rows, keys
 
 
-# --- drawing: layers over the rows -------------------------------------------------------
+# --- drawing: layers over the rows ---------------------------------------------------
 def first(frames: list[dict], key: str, default=None):
     """The first frame's value of ``key`` among those that set it."""
     return next((s[key] for s in frames if s.get(key) not in (None, "")), default)
@@ -148,8 +154,8 @@ def _category_axis(frames: list[dict], width: int):
     n = max(len(s.get("categories") or []) for s in frames)
     longest = max((len(c) for c in cats), default=1)
     fits = longest * 0.62 * style.FONT_SIZES["tick"] + 6 <= width / max(n, 1)
-    return alt.Axis(labelAngle=0 if fits else -40, labelAlign="center" if fits else "right",
-                    labelLimit=150, labelOverlap=False, labelPadding=4)
+    return alt.Axis(labelAngle=0 if fits else -40, labelLimit=150, labelOverlap=False,
+                    labelAlign="center" if fits else "right", labelPadding=4)
 
 
 def _scale(log: bool, lim, zero: bool):
@@ -195,43 +201,53 @@ def _tooltips(frames: list[dict], kind: str) -> list:
 def _bar_layers(frames, enc, where, kinds, clip) -> list:
     import altair as alt
 
-    tips = _tooltips(frames, "bar")
+    bars = alt.Chart().encode(**enc, tooltip=_tooltips(frames, "bar"))
     out = []
     if "bar" in kinds:
-        out.append(alt.Chart().mark_bar(opacity=0.9, clip=clip).encode(**enc, tooltip=tips)
+        out.append(bars.mark_bar(opacity=0.9, clip=clip)
                    .transform_filter(f"{where} && datum.m == 'bar' && !datum.w"))
     if "outline" in kinds:
-        out.append(alt.Chart().mark_bar(filled=False, strokeWidth=1.5, clip=clip).encode(**enc, tooltip=tips)
+        out.append(bars.mark_bar(filled=False, strokeWidth=1.5, clip=clip)
                    .transform_filter(f"{where} && datum.m == 'bar' && datum.w"))
     return out
 
 
-def _xy_layers(frames, enc, where, kinds, width, clip) -> list:
+def _line_layer(frames, enc, where, clip):
     import altair as alt
 
-    out, xy = [], {"x": enc["x"], "y": enc["y"], "color": enc["color"]}
-    label = {"text": alt.Text("t:N"), "color": enc["color"]}
-    if "line" in kinds:
-        dash = alt.StrokeDash("d:N", legend=None,
-                              scale=alt.Scale(domain=[0, 1], range=[[1, 0], [6, 4]]))
-        out.append(alt.Chart().mark_line(clip=clip).encode(
-            **xy, detail="j:N", strokeDash=dash, tooltip=_tooltips(frames, "line"))
-            .transform_filter(f"{where} && datum.m == 'line'").transform_calculate(d="datum.d || 0"))
-    if "vline" in kinds:
-        vl = alt.Chart().transform_filter(f"{where} && datum.m == 'vline'")
-        out += [vl.mark_rule(strokeDash=[5, 4], strokeWidth=1.5).encode(x=enc["x"], color=enc["color"]),
-                vl.mark_text(align="left", baseline="top", dx=4, y=4).encode(x=enc["x"], **label)]
-    if "hline" in kinds:
-        hl = alt.Chart().transform_filter(f"{where} && datum.m == 'hline'")
-        out += [hl.mark_rule(strokeDash=[5, 4], strokeWidth=1.5).encode(y=enc["y"], color=enc["color"]),
-                hl.mark_text(align="right", baseline="bottom", dy=-3, x=width).encode(y=enc["y"], **label)]
-    if "point" in kinds:
-        pt = alt.Chart().transform_filter(f"{where} && datum.m == 'point'")
-        out += [pt.mark_circle(size=90, opacity=1, stroke="white", strokeWidth=1, clip=clip)
-                .encode(**xy, tooltip=_tooltips(frames, "point")),
-                pt.mark_text(align="left", dx=8, dy=-8, fontWeight="bold").encode(
-                    x=enc["x"], y=enc["y"], **label)]
-    return out
+    dash = alt.StrokeDash("d:N", legend=None,
+                          scale=alt.Scale(domain=[0, 1], range=[[1, 0], [6, 4]]))
+    return (alt.Chart().mark_line(clip=clip)
+            .encode(x=enc["x"], y=enc["y"], color=enc["color"], detail="j:N",
+                    strokeDash=dash, tooltip=_tooltips(frames, "line"))
+            .transform_filter(f"{where} && datum.m == 'line'")
+            .transform_calculate(d="datum.d || 0"))
+
+
+def _rule_layers(enc, where, kind: str, width: int) -> list:
+    """Dashed reference lines (``vline`` at an x, ``hline`` at a y) and their labels."""
+    import altair as alt
+
+    at = {"x": enc["x"]} if kind == "vline" else {"y": enc["y"]}
+    rules = alt.Chart().transform_filter(f"{where} && datum.m == '{kind}'")
+    text = (dict(align="left", baseline="top", dx=4, y=4) if kind == "vline" else
+            dict(align="right", baseline="bottom", dy=-3, x=width))
+    colour = enc["color"]
+    return [rules.mark_rule(strokeDash=[5, 4], strokeWidth=1.5)
+            .encode(**at, color=colour),
+            rules.mark_text(**text).encode(**at, text="t:N", color=colour)]
+
+
+def _point_layers(frames, enc, where, clip) -> list:
+    import altair as alt
+
+    points = alt.Chart().transform_filter(f"{where} && datum.m == 'point'")
+    xy = {"x": enc["x"], "y": enc["y"], "color": enc["color"]}
+    tips = _tooltips(frames, "point")
+    return [points.mark_circle(size=90, opacity=1, stroke="white", strokeWidth=1,
+                               clip=clip).encode(**xy, tooltip=tips),
+            points.mark_text(align="left", dx=8, dy=-8, fontWeight="bold")
+            .encode(**xy, text="t:N")]
 
 
 def chart_layers(frames: list[dict], rows: list[dict], keys: list[str], where: str,
@@ -243,12 +259,19 @@ def chart_layers(frames: list[dict], rows: list[dict], keys: list[str], where: s
 
     kinds = {("outline" if r.get("w") else r["m"]) for r in rows}
     enc = {**_axes(frames, width), "color": _colour_scale(rows, keys)}
-    clip = bool(first(frames, "xlim") or first(frames, "ylim"))  # limits cut what is outside
-    layers = (_bar_layers(frames, enc, where, kinds, clip)
-              + _xy_layers(frames, enc, where, kinds, width, clip))
+    clip = bool(first(frames, "xlim") or first(frames, "ylim"))  # limits cut the rest
+    layers = _bar_layers(frames, enc, where, kinds, clip)
+    if "line" in kinds:
+        layers.append(_line_layer(frames, enc, where, clip))
+    for kind in ("vline", "hline"):
+        if kind in kinds:
+            layers += _rule_layers(enc, where, kind, width)
+    if "point" in kinds:
+        layers += _point_layers(frames, enc, where, clip)
     if not layers:
-        raise ValueError("the chart specs draw nothing: give bars, lines, points or vlines/hlines")
+        raise ValueError("the chart specs draw nothing: give bars, lines, points or "
+                         "vlines/hlines")
     names = json.dumps([k.rsplit("|", 1)[0] for k in keys], ensure_ascii=False)
     return (alt.layer(*layers, data=alt.NamedData(name="frames"))
-            .transform_calculate(s=f"{names}[datum.k]")  # the series' name, for tooltips
+            .transform_calculate(s=f"{names}[datum.k]")  # series names, for tooltips
             .properties(width=width, height=height))

@@ -1,14 +1,16 @@
-"""Chapter 3's explorers: what the decoding rules keep of the next-character distribution.
+"""Chapter 3's explorers: what the decoding rules keep of the next-character
+distribution.
 
     from shakespeare_lm import explorer
     explorer.live_explorer(model, tok)      # ipywidgets bound to the model (JupyterLab)
-    explorer.static_explorer(model, tok)    # kernel-free SliderFigure for the static site
+    explorer.static_explorer(model, tok)    # a kernel-free SliderFigure (site, JupyterLab)
 
-Both draw the model's raw probabilities as outlines and the distribution a token is drawn
-from after the rules (``surviving``) as solid bars; trimmed characters are grey. The live one
-computes with ``shakespeare_lm.rules`` and samples with ``slm.generate``; the static one embeds
-the full next-character logits at a handful of contexts and computes every rule in the page
-with ``static/rules_explorer.js``, which ``tests/test_rules_js.py`` checks against ``rules``.
+Both draw the model's raw probabilities as outlines and the distribution a token is
+drawn from after the rules (``surviving``) as solid bars; trimmed characters are grey.
+The live one computes with ``shakespeare_lm.rules`` and samples with ``slm.generate``;
+the static one embeds the full next-character logits at a handful of contexts and
+computes every rule in the page with Vega-Lite transforms (``rules_vega``), which
+``tests/test_rules_js.py`` runs in node and checks against ``rules``.
 """
 
 from __future__ import annotations
@@ -142,9 +144,10 @@ def explorer_data(model, tok, contexts: dict[str, str] | None = None, digits: in
 
 
 def explorer_rows(data: dict) -> list[dict]:
-    """The explorer's logits as rows ``{ctx, id, ch, logit}`` (``ch`` the visible label)."""
+    """The explorer's logits as rows ``{ctx, id, ch, logit}`` (``ch``: the label)."""
     return [{"ctx": c, "id": i, "ch": data["labels"][i], "logit": x}
-            for c, context in enumerate(data["contexts"]) for i, x in enumerate(context["logits"])]
+            for c, context in enumerate(data["contexts"])
+            for i, x in enumerate(context["logits"])]
 
 
 FINAL, RAW = "after the rules (renormalised)", "model, raw"
@@ -155,24 +158,26 @@ def _bars(width: int, height: int):
     probability as an outline (grey where a rule removed it), the final one solid."""
     import altair as alt
 
-    colour = alt.condition("datum.series == 'raw_p' && datum.pf == 0", alt.value(style.MUTED),
-                           alt.Color("sname:N", legend=alt.Legend(title=None),
-                                     scale=alt.Scale(domain=[FINAL, RAW],
-                                                     range=[style.PALETTE[0], style.INK])))
-    enc = {"x": alt.X("ch:N", title=None, sort=alt.EncodingSortField(field="r0", op="min"),
-                      axis=alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
-                                    labelPadding=3)),
+    series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(
+        domain=[FINAL, RAW], range=[style.PALETTE[0], style.INK]))
+    colour = alt.condition("datum.series == 'raw_p' && datum.pf == 0",
+                           alt.value(style.MUTED), series)
+    axis = alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
+                    labelPadding=3)
+    enc = {"x": alt.X("ch:N", title=None, axis=axis,
+                      sort=alt.EncodingSortField(field="r0", op="min")),
            "xOffset": alt.XOffset("sname:N", sort=[FINAL, RAW]),
            "y": alt.Y("prob:Q", title="probability"), "color": colour,
            "tooltip": [alt.Tooltip("ch:N", title="character"),
                        alt.Tooltip("raw_p:Q", title=RAW, format=".4f"),
                        alt.Tooltip("pf:Q", title=FINAL, format=".4f")]}
-    base = alt.Chart().transform_fold(["raw_p", "pf"], as_=["series", "prob"]).transform_calculate(
-        sname=f"datum.series == 'pf' ? '{FINAL}' : '{RAW}'")
-    return alt.layer(base.mark_bar().encode(**enc).transform_filter("datum.series == 'pf'"),
-                     base.mark_bar(filled=False, strokeWidth=1.2).encode(**enc)
-                     .transform_filter("datum.series == 'raw_p'")).properties(width=width,
-                                                                             height=height)
+    base = (alt.Chart().transform_fold(["raw_p", "pf"], as_=["series", "prob"])
+            .transform_calculate(sname=f"datum.series == 'pf' ? '{FINAL}' : '{RAW}'")
+            .encode(**enc))
+    solid = base.mark_bar().transform_filter("datum.series == 'pf'")
+    outline = base.mark_bar(filled=False, strokeWidth=1.2).transform_filter(
+        "datum.series == 'raw_p'")
+    return alt.layer(solid, outline).properties(width=width, height=height)
 
 
 def _summary(width: int):
@@ -182,8 +187,8 @@ def _summary(width: int):
     line1 = ("'kept ' + datum.kept + ' of ' + datum.n + ' characters, holding ' + "
              "format(100 * datum.mass, '.1f') + '% of the raw probability;'")
     line2 = ("'entropy ' + format(abs(datum.bits), '.2f') + ' bits (raw ' + "
-             "format(datum.raw_bits, '.2f') + '); most likely now \u201c' + datum.ch + "
-             "'\u201d at ' + format(datum.best, '.3f')")
+             "format(datum.raw_bits, '.2f') + '); most likely now \u201c' + "
+             "datum.ch + '\u201d at ' + format(datum.best, '.3f')")
     return (alt.Chart(transform=rules_vega.summary_transforms())
             .transform_calculate(caption=f"[{line1}, {line2}]")
             .mark_text(align="left", baseline="top", font=style.MONOSPACE,
@@ -193,8 +198,8 @@ def _summary(width: int):
 
 
 class StaticChart:
-    """The kernel-free explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the rules
-    computed in the page from the embedded logits (``rules_vega``)."""
+    """The kernel-free explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the
+    rules computed in the page from the embedded logits (``rules_vega``)."""
 
     def __init__(self, titles: list[str] | dict):
         self.titles = titles  # one per context, or a Vega expression ({"expr": ...})
@@ -205,8 +210,9 @@ class StaticChart:
         context = values["context"]  # the context's index
         title = frame_title(self.titles if isinstance(self.titles, dict)
                             else pick(self.titles, f"({context})"))
-        chart = alt.vconcat(_bars(width, height).properties(title=title), _summary(width),
-                            data=alt.NamedData(name="logits"), spacing=6)
+        bars = _bars(width, height).properties(title=title)
+        chart = alt.vconcat(bars, _summary(width), data=alt.NamedData(name="logits"),
+                            spacing=6)
         chart.transform = ([{"filter": f"datum.ctx == ({context})"}]
                            + rules_vega.rule_transforms(values))
         return chart
@@ -219,7 +225,8 @@ def static_explorer(model, tok, contexts: dict[str, str] | None = None) -> Slide
                              len(tok.chars))
     titles = ["next character after \u2026" + c["text"][-24:].replace("\n", "\u23ce")
               for c in data["contexts"]]
-    return SliderFigure(sliders, vega=StaticChart(titles), data={"logits": explorer_rows(data)},
+    return SliderFigure(sliders, vega=StaticChart(titles),
+                        data={"logits": explorer_rows(data)},
                         title="What each rule keeps of the next-character distribution")
 
 

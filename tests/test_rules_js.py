@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from shakespeare_lm import explorer, rules
-from shakespeare_lm.figures import STATIC_DIR, Slider, SliderFigure
+from shakespeare_lm.figures import STATIC_DIR, Slider, SliderFigure, read_dataset
 
 from .conftest import make_tiny
 from .vega_helpers import drawn, param_setting
@@ -131,8 +131,8 @@ def vega_pages(figure: SliderFigure, settings: list[dict]) -> tuple[dict, list[d
     per context, and per setting the bars drawn ({(series, id): datum}) and the caption."""
     spec = figure.to_dict()
     logits = {}
-    for row in spec["datasets"]["logits"]:
-        logits.setdefault(row["ctx"], []).append(row["logit"])
+    for row in read_dataset(spec, "logits"):
+        logits.setdefault(int(row["ctx"]), []).append(row["logit"])
     params = [param_setting(figure, **s) for s in settings]
     pages = []
     for start in range(0, len(params), 400):  # a node process per 400 settings: bounded memory
@@ -201,13 +201,14 @@ def test_js_rules_reject_bad_values_like_python():
             fn(torch.zeros(3), value)
 
 
-def test_static_explorer_is_a_vega_lite_chart_of_the_embedded_logits(figure):
+def test_static_explorer_is_a_vega_lite_chart_of_the_embedded_logits(figure, tok):
     spec = figure.to_dict()
     assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5")
     inputs = [p["bind"]["input"] for p in spec["params"] if "bind" in p]
     assert len(inputs) == len(figure.sliders) == 8 and set(inputs) <= {"range", "radio", "select"}
     labels = {p["name"]: p["bind"].get("labels") for p in spec["params"]}
     assert labels["top_p"][-1] == "off (1)" and labels["temperature"][0] == "0 (greedy)"
-    rows = spec["datasets"]["logits"]
+    rows = read_dataset(spec, "logits")
     assert len(rows) == 63 * len(explorer.CONTEXTS)
+    assert {r["ch"] for r in rows} == {explorer.char_label(c) for c in tok.chars}
     assert "http" not in json.dumps(spec).replace(spec["$schema"], "")  # nothing to fetch

@@ -1,14 +1,15 @@
 """Sphinx extension: draw the notebooks' Vega-Lite outputs (the kernel-free figures of
 ``shakespeare_lm.figures``) on the static site, offline.
 
-myst-nb 1.4 has no renderer for ``application/vnd.vegalite.v5+json``: it warns "skipping
-unknown output mime type" and shows the ``text/plain`` fallback, unless a plugin registered
-under the ``myst_nb.mime_renderers`` entry point handles it (a package install). Instead,
-when Sphinx reads a notebook (``source-read``), each Vega-Lite output is replaced by a
-``text/html`` one: the spec as inert JSON in a ``<script type=...>`` data block and an empty
-element to draw in; no code runs from the notebook. Pages that have one load
-``_static/slm_vega.js``, which loads the vendored vega, vega-lite and vega-embed once
-(``_static/vega/``, copied from npm by ``make book``) and draws every figure.
+myst-nb 1.4 has no renderer for ``application/vnd.vegalite.v5+json``: it warns
+"skipping unknown output mime type" and shows the ``text/plain`` fallback, unless a
+plugin registered under the ``myst_nb.mime_renderers`` entry point handles it (a package
+install). Instead, when Sphinx reads a notebook (``source-read``), each Vega-Lite output
+is replaced by a ``text/html`` one: the spec as inert JSON in a ``<script type=...>``
+data block and an empty element to draw in; no code runs from the notebook. Pages that
+have one load ``_static/slm_vega.js``, which loads the vendored vega, vega-lite and
+vega-embed once (``_static/vega/``, copied from npm by ``make book``) and draws every
+figure.
 """
 
 import json
@@ -21,7 +22,8 @@ MARK = "slm-vega-figure"
 
 def figure_html(spec: dict) -> str:
     """The HTML that stands for one Vega-Lite output on the page."""
-    data = json.dumps(spec, separators=(",", ":"), ensure_ascii=False).replace("</", "<\\/")
+    data = json.dumps(spec, separators=(",", ":"), ensure_ascii=False)
+    data = data.replace("</", "<\\/")  # no "</script>" inside the data block
     return (f'<div class="{MARK}"><script type="{MIME}">{data}</script>'
             f'<div class="slm-vega-view"></div></div>')
 
@@ -33,7 +35,8 @@ def _outputs_as_html(notebook: dict) -> bool:
             data = output.get("data", {})
             if MIME in data:
                 spec = data.pop(MIME)
-                data["text/html"] = figure_html(json.loads(spec) if isinstance(spec, str) else spec)
+                spec = json.loads(spec) if isinstance(spec, str) else spec
+                data["text/html"] = figure_html(spec)
                 output.get("metadata", {}).pop(MIME, None)
                 changed = True
     return changed

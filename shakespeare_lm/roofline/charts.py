@@ -1,6 +1,7 @@
-"""Figure specs for the static site: the roofline chart, the prefill/decode step chart and
-the kernel-free roofline explorer, whose ``RooflineChart`` computes the formulas of
-``roofline.analytic`` in Vega-Lite (tests/test_roofline.py checks the two agree in node)."""
+"""Figure specs for the static site: the roofline chart, the prefill/decode step chart
+and the kernel-free roofline explorer, whose ``RooflineChart`` computes the formulas of
+``roofline.analytic`` in Vega-Lite (tests/test_roofline.py checks that the two agree, in
+node)."""
 
 from __future__ import annotations
 
@@ -58,30 +59,36 @@ def explorer_setting(model: str, bytes_per_weight: float, bandwidth_gbs: float,
 
 def explorer_chart(model: str = "7b", bytes_per_weight: float = 2, prompt_len: int = 1000,
                    batch: int = 1, bandwidth_gbs: float = 2000, peak_tflops: float = 500) -> dict:
-    """``roofline_chart`` for one setting of the explorer's sliders (see ``RooflineChart``)."""
+    """``roofline_chart`` for one setting of the explorer's sliders (``RooflineChart``)."""
     spec, hw = explorer_setting(model, bytes_per_weight, bandwidth_gbs, peak_tflops)
     return roofline_chart(spec, hw, prompt_len, batch)
 
 
-# The same chart in Vega-Lite, computed in the page from the sliders: tests/test_roofline.py
-# runs it in node (vega) and checks it against ``explorer_chart``.
+# The same chart in Vega-Lite, computed in the page from the sliders:
+# tests/test_roofline.py runs it in node (vega) and checks it against explorer_chart.
+def _calc(expr: str, as_: str) -> dict:
+    return {"calculate": expr, "as": as_}
+
+
 def _cost_transforms(name: str, tokens: str, context: str, v: dict) -> list[dict]:
-    """``{name}_flops``, ``_bytes``, ``_s``, ``_x`` (intensity), ``_y`` (FLOP/s), ``_bound``:
-    one pass of ``tokens`` new tokens over ``context`` cached ones for the model row
-    (``prefill_cost`` and ``decode_cost`` of ``roofline.analytic``)."""
+    """``{name}_flops``, ``_bytes``, ``_s``, ``_x`` (intensity), ``_y`` (FLOP/s),
+    ``_bound``: a pass of ``tokens`` new tokens over ``context`` cached ones for the
+    model row (``prefill_cost`` and ``decode_cost`` of ``roofline.analytic``)."""
     b, bpw = f"({v['batch']})", f"({v['bytes_per_weight']})"
-    pairs = f"({tokens}) * ({context}) + ({tokens}) * (({tokens}) + 1) / 2"
-    kv = f"2 * datum.n_layer * (datum.d_model / datum.n_head * datum.n_kv_heads) * {bpw}"
-    compute, memory = f"datum.{name}_flops / datum.peak", f"datum.{name}_bytes / datum.bw"
+    t, c = f"({tokens})", f"({context})"
+    pairs = f"{t} * {c} + {t} * ({t} + 1) / 2"
+    head_dim = "datum.d_model / datum.n_head"
+    kv = f"2 * datum.n_layer * ({head_dim} * datum.n_kv_heads) * {bpw}"
+    flops, bytes_ = f"datum.{name}_flops", f"datum.{name}_bytes"
+    compute, memory = f"{flops} / datum.peak", f"{bytes_} / datum.bw"
     return [
-        {"calculate": f"2 * datum.n_params * ({tokens}) * {b} + "
-                      f"4 * datum.n_layer * datum.d_model * ({pairs}) * {b}", "as": f"{name}_flops"},
-        {"calculate": f"datum.n_params * {bpw} + {kv} * (({context}) + ({tokens})) * {b}",
-         "as": f"{name}_bytes"},
-        {"calculate": f"max({compute}, {memory})", "as": f"{name}_s"},
-        {"calculate": f"{compute} > {memory} ? 'compute' : 'memory'", "as": f"{name}_bound"},
-        {"calculate": f"datum.{name}_flops / datum.{name}_bytes", "as": f"{name}_x"},
-        {"calculate": f"datum.{name}_flops / datum.{name}_s", "as": f"{name}_y"},
+        _calc(f"2 * datum.n_params * {t} * {b} + "
+              f"4 * datum.n_layer * datum.d_model * ({pairs}) * {b}", f"{name}_flops"),
+        _calc(f"datum.n_params * {bpw} + {kv} * ({c} + {t}) * {b}", f"{name}_bytes"),
+        _calc(f"max({compute}, {memory})", f"{name}_s"),
+        _calc(f"{compute} > {memory} ? 'compute' : 'memory'", f"{name}_bound"),
+        _calc(f"{flops} / {bytes_}", f"{name}_x"),
+        _calc(f"{flops} / datum.{name}_s", f"{name}_y"),
     ]
 
 
@@ -91,26 +98,27 @@ def _f(expr: str) -> str:
 
 
 class RooflineChart:
-    """The roofline explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the model's
-    row of the ``models`` dataset and the sliders give both passes' operating points."""
+    """The roofline explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the
+    model's row of the ``models`` dataset and the sliders give both passes' points."""
 
     def transforms(self, v: dict) -> list[dict]:
-        """The chosen model's row -> both passes, the ridge point, the title and the caption."""
+        """The chosen model's row -> both passes, the ridge point and the caption."""
         p, batch = f"({v['prompt_len']})", f"({v['batch']})"
-        tokens_per_s = _f(f"{batch} / datum.dec_s")
-        caption = [f"'prefill ' + {batch} + ' x ' + {p} + ' tokens: ' + "
-                   f"{_f('datum.pre_s * 1e3')} + ' ms, ' + datum.pre_bound + '-bound at ' + "
-                   f"{_f('datum.pre_x')} + ' FLOP/byte'",
-                   f"'decode step at context ' + {p} + ': ' + {_f('datum.dec_s * 1e3')} + "
-                   f"' ms, ' + datum.dec_bound + '-bound at ' + {_f('datum.dec_x')} + "
-                   f"' FLOP/byte, ' + {tokens_per_s} + ' tokens/s'",
-                   f"'ridge point ' + {_f('datum.ridge')} + ' FLOP/byte'"]
+        prefill = (f"'prefill ' + {batch} + ' x ' + {p} + ' tokens: ' + "
+                   f"{_f('datum.pre_s * 1e3')} + ' ms, ' + datum.pre_bound + "
+                   f"'-bound at ' + {_f('datum.pre_x')} + ' FLOP/byte'")
+        decode = (f"'decode step at context ' + {p} + ': ' + "
+                  f"{_f('datum.dec_s * 1e3')} + ' ms, ' + datum.dec_bound + "
+                  f"'-bound at ' + {_f('datum.dec_x')} + ' FLOP/byte, ' + "
+                  f"{_f(f'{batch} / datum.dec_s')} + ' tokens/s'")
+        ridge = f"'ridge point ' + {_f('datum.ridge')} + ' FLOP/byte'"
         return ([{"filter": f"datum.key == ({v['model']})"},
-                 {"calculate": f"({v['peak_tflops']}) * 1e12", "as": "peak"},
-                 {"calculate": f"({v['bandwidth_gbs']}) * 1e9", "as": "bw"},
-                 {"calculate": "datum.peak / datum.bw", "as": "ridge"}]
-                + _cost_transforms("pre", p, "0", v) + _cost_transforms("dec", "1", p, v)
-                + [{"calculate": "[" + ", ".join(caption) + "]", "as": "caption"}])
+                 _calc(f"({v['peak_tflops']}) * 1e12", "peak"),
+                 _calc(f"({v['bandwidth_gbs']}) * 1e9", "bw"),
+                 _calc("datum.peak / datum.bw", "ridge")]
+                + _cost_transforms("pre", p, "0", v)
+                + _cost_transforms("dec", "1", p, v)
+                + [_calc(f"[{prefill}, {decode}, {ridge}]", "caption")])
 
     @staticmethod
     def title(v: dict) -> dict:
@@ -118,33 +126,42 @@ class RooflineChart:
         keys = json.dumps(list(EXPLORER_MODELS))
         names = json.dumps([MODELS[k].name for k in EXPLORER_MODELS])
         return {"expr": f"{names}[indexof({keys}, {v['model']})] + ' on ' + "
-                        f"{_f(v['bandwidth_gbs'])} + ' GB/s, ' + {_f(v['peak_tflops'])} + ' TFLOP/s'"}
+                        f"{_f(v['bandwidth_gbs'])} + ' GB/s, ' + "
+                        f"{_f(v['peak_tflops'])} + ' TFLOP/s'"}
+
+    @staticmethod
+    def encodings() -> dict:
+        import altair as alt
+
+        return {"x": alt.X("x:Q", title="arithmetic intensity (FLOP per byte)",
+                           scale=alt.Scale(type="log"), axis=alt.Axis(format="~g")),
+                "y": alt.Y("y:Q", title="FLOP/s", scale=alt.Scale(type="log"),
+                           axis=alt.Axis(format="~s")),
+                "color": alt.Color("what:N", title=None, scale=alt.Scale(
+                    domain=["roofline", "prefill", "decode"],
+                    range=[style.INK, style.PALETTE[0], style.PALETTE[3]]))}
 
     def __call__(self, v: dict, width: int, height: int):
         import altair as alt
 
-        colour = alt.Color("what:N", title=None, scale=alt.Scale(
-            domain=["roofline", "prefill", "decode"],
-            range=[style.INK, style.PALETTE[0], style.PALETTE[3]]))
-        x = alt.X("x:Q", title="arithmetic intensity (FLOP per byte)",
-                  scale=alt.Scale(type="log"), axis=alt.Axis(format="~g"))
-        y = alt.Y("y:Q", title="FLOP/s", scale=alt.Scale(type="log"), axis=alt.Axis(format="~s"))
+        xy = self.encodings()
+        peak, bandwidth = f"({v['peak_tflops']}) * 1e12", f"({v['bandwidth_gbs']}) * 1e9"
         roof = alt.Chart(alt.NamedData(name="intensities")).transform_calculate(
-            y=f"min(({v['peak_tflops']}) * 1e12, datum.x * ({v['bandwidth_gbs']}) * 1e9)",
-            what="'roofline'").mark_line().encode(x=x, y=y, color=colour)
+            y=f"min({peak}, datum.x * {bandwidth})", what="'roofline'"
+        ).mark_line().encode(**xy)
         row = alt.Chart(alt.NamedData(name="models"), transform=self.transforms(v))
-        points = [row.transform_calculate(x=f"datum.{k}_x", y=f"datum.{k}_y", what=f"'{name}'")
-                  for k, name in (("pre", "prefill"), ("dec", "decode"))]
         tip = [alt.Tooltip("what:N", title="pass"), alt.Tooltip("x:Q", format=".3~g"),
                alt.Tooltip("y:Q", format=".3~g")]
-        layers = [roof, row.mark_rule(strokeDash=[5, 4], color=style.GREY).encode(x="ridge:Q"),
-                  row.mark_text(align="left", baseline="top", dx=4, y=4, color=style.GREY,
+        grey = style.GREY
+        layers = [roof, row.mark_rule(strokeDash=[5, 4], color=grey).encode(x="ridge:Q"),
+                  row.mark_text(align="left", baseline="top", dx=4, y=4, color=grey,
                                 text="ridge").encode(x="ridge:Q")]
-        for pt in points:
-            layers += [pt.mark_circle(size=110, opacity=1).encode(x=x, y=y, color=colour,
-                                                                 tooltip=tip),
-                       pt.mark_text(align="left", dx=9, dy=-9, fontWeight="bold").encode(
-                           x=x, y=y, color=colour, text="what:N")]
+        for key, name in (("pre", "prefill"), ("dec", "decode")):
+            point = row.transform_calculate(x=f"datum.{key}_x", y=f"datum.{key}_y",
+                                            what=f"'{name}'")
+            layers += [point.mark_circle(size=110, opacity=1).encode(**xy, tooltip=tip),
+                       point.mark_text(align="left", dx=9, dy=-9, fontWeight="bold")
+                       .encode(**xy, text="what:N")]
         main = alt.layer(*layers).properties(width=width, height=height,
                                              title=frame_title(self.title(v)))
         caption = (row.mark_text(align="left", baseline="top", font=style.MONOSPACE,
@@ -166,20 +183,21 @@ EXPLORER_SLIDERS = {
 
 def roofline_explorer():
     """A kernel-free ``figures.SliderFigure``: the roofline and the prefill and decode
-    operating points for a model, bytes per weight, prompt length, batch, bandwidth, FLOP/s."""
+    operating points for a model, bytes per weight, prompt length, batch, bandwidth and
+    FLOP/s."""
     labels = {"model": "model", "bytes_per_weight": "bytes per weight",
               "prompt_len": "prompt length", "batch": "batch size",
               "bandwidth_gbs": "bandwidth (GB/s)", "peak_tflops": "peak TFLOP/s"}
     sliders = [Slider(name, values, value, labels[name],
                       fmt=(lambda k: MODELS[k].name) if name == "model" else str)
                for name, (values, value) in EXPLORER_SLIDERS.items()]
-    models = [{"key": k, "name": MODELS[k].name, "n_params": MODELS[k].n_params,
-               "n_layer": MODELS[k].n_layer, "d_model": MODELS[k].d_model,
-               "n_head": MODELS[k].n_head, "n_kv_heads": MODELS[k].n_kv_heads or MODELS[k].n_head}
-              for k in EXPLORER_MODELS]
-    return SliderFigure(sliders, vega=RooflineChart(),
-                        data={"models": models, "intensities": [{"x": x} for x in _INTENSITIES]},
-                        height=400)
+    models = [{"key": k, "name": m.name, "n_params": m.n_params, "n_layer": m.n_layer,
+               "d_model": m.d_model, "n_head": m.n_head,
+               "n_kv_heads": m.n_kv_heads or m.n_head}
+              for k, m in ((k, MODELS[k]) for k in EXPLORER_MODELS)]
+    intensities = [{"x": x} for x in _INTENSITIES]
+    return SliderFigure(sliders, vega=RooflineChart(), height=400,
+                        data={"models": models, "intensities": intensities})
 
 
 def prefill_decode_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,
