@@ -167,6 +167,12 @@ def _scale(log: bool, lim, zero: bool):
     return alt.Scale(**kw)
 
 
+# log-axis labels at the powers of ten only: 0.01, 0.1, 1, 10, 100, 1k, 10k, 1M
+LOG_LABELS = ("abs(log(datum.value) / LN10 - round(log(datum.value) / LN10)) > 1e-6 ? '' "
+              ": datum.value >= 1000 ? format(datum.value, '~s') "
+              ": format(datum.value, '~g')")
+
+
 def _axes(frames: list[dict], width: int) -> dict:
     """The x, y (and for grouped bars xOffset) encodings shared by the layers."""
     import altair as alt
@@ -174,14 +180,16 @@ def _axes(frames: list[dict], width: int) -> dict:
     xlabel, ylabel = first(frames, "xlabel"), first(frames, "ylabel")
     ylog = bool(first(frames, "ylog", False))
     y = alt.Y("y:Q", title=ylabel, scale=_scale(ylog, first(frames, "ylim"), not ylog),
-              axis=alt.Axis(format="~g" if ylog else alt.Undefined, labelOverlap=True))
+              axis=alt.Axis(labelExpr=LOG_LABELS if ylog else alt.Undefined,
+                            labelOverlap=True))
     if first(frames, "categories"):
         x = alt.X("c:N", title=xlabel, axis=_category_axis(frames, width),
                   sort=alt.EncodingSortField(field="o", op="min"))
         return {"x": x, "y": y, "xOffset": alt.XOffset("j:N")}
     xlog = bool(first(frames, "xlog", False))
     x = alt.X("x:Q", title=xlabel, scale=_scale(xlog, first(frames, "xlim"), False),
-              axis=alt.Axis(format="~g" if xlog else alt.Undefined, labelOverlap=True))
+              axis=alt.Axis(labelExpr=LOG_LABELS if xlog else alt.Undefined,
+                            labelOverlap=True))
     return {"x": x, "y": y}
 
 

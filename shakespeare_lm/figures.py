@@ -233,7 +233,7 @@ class SliderFigure:
     @property
     def plot_size(self) -> tuple[int, int]:
         """The plotting area: the figure's size less room for axes, title and legend."""
-        width = min(self.width, style.FIGURE_WIDTH_PX) - 90
+        width = min(self.width, style.FIGURE_WIDTH_PX) - style.PLOT_MARGIN_PX
         return width, max(160, self.height - 110)
 
     def frame_expr(self) -> str:
@@ -336,9 +336,14 @@ def csv_dataset(rows: list[dict]) -> tuple[str, dict]:
     writer.writerow(columns)
     for r in rows:
         cells = [r.get(c) for c in columns]
-        writer.writerow(["" if v is None else str(v).lower() if isinstance(v, bool) else v
-                         for v in cells])
+        writer.writerow([_csv_cell(v) for v in cells])
     return out.getvalue(), parse
+
+
+def _csv_cell(v):
+    if v is None:
+        return ""
+    return str(v).lower() if isinstance(v, bool) else v
 
 
 def with_formats(spec: dict, formats: dict) -> dict:

@@ -99,7 +99,7 @@ def truncation_chart() -> dict:
     from .explorer import StaticChart
 
     values = {**{name: name for name in RULES_OFF}, "context": "0"}
-    chart = StaticChart({"expr": "title"})(values, style.FIGURE_WIDTH_PX - 90, 230)
+    chart = StaticChart({"expr": "title"})(values, style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, 230)
     return _live_spec(chart, {**RULES_OFF, "title": ""}, {"logits": []})
 
 
@@ -119,7 +119,7 @@ def step_chart() -> dict:
     chart = (alt.Chart(alt.NamedData(name="top")).mark_bar()
              .encode(x=x, y=alt.Y("p:Q", title="probability"), color=colour,
                      tooltip=tooltip)
-             .properties(width=style.FIGURE_WIDTH_PX - 90, height=200,
+             .properties(width=style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, height=200,
                          title=frame_title({"expr": "title"})))
     return _live_spec(chart, {"title": ""}, {"top": []})
 

@@ -28,8 +28,13 @@ FONT = "Helvetica Neue, Helvetica, Arial, sans-serif"
 MONOSPACE = "SFMono-Regular, Menlo, Consolas, monospace"
 # text sizes in pixels, as the reader sees them
 FONT_SIZES = {"tick": 12, "label": 13, "title": 15, "legend": 12, "caption": 12}
-FIGURE_WIDTH_PX = 720  # the page column of the book's site at 1280 px, and JupyterLab's
+# a notebook output on the book's site is 688 px wide in a 1280 px window (measured in
+# Chromium): a figure this wide is shown at its own size, its text at FONT_SIZES
+FIGURE_WIDTH_PX = 680
 FIGURE_HEIGHT_PX = 340
+# what a Vega-Lite chart's plotting area leaves of the figure's width: the y axis, its
+# labels, a tick label overhanging the right end, and vega-embed's menu button
+PLOT_MARGIN_PX = 130
 FIGURE_DPI = 100
 THEME = "shakespeare_lm"
 
@@ -79,7 +84,7 @@ def vega_config() -> dict:
         "range": {"category": list(PALETTE)},
         "text": {"fontSize": FONT_SIZES["caption"], "color": INK},
         "line": {"strokeWidth": 2},
-        "view": {"stroke": None, "continuousWidth": FIGURE_WIDTH_PX - 100,
+        "view": {"stroke": None, "continuousWidth": FIGURE_WIDTH_PX - PLOT_MARGIN_PX,
                  "continuousHeight": FIGURE_HEIGHT_PX - 80},
         "padding": 6,
     }

@@ -176,14 +176,40 @@ def test_site_has_every_kernel_free_figure_and_widgets(browser, site_url):
     assert counts["figures"] >= 1 and counts["widgets"] >= 1, counts
 
 
+# What a reader of a figure must be able to read, measured in the drawn SVG: the smallest
+# text, category labels that overlap, a legend over a plot or caption, a chart wider than
+# its place on the page.
+LAYOUT = """el => {
+  const svg = el.querySelector('.slm-vega-view svg.marks'), box = r => r.getBoundingClientRect();
+  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
+                         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  const pairs = xs => xs.flatMap((a, i) => xs.slice(i + 1).map(b => [a, b]));
+  const sizes = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim())
+    .map(t => parseFloat(getComputedStyle(t).fontSize));
+  const collide = Array.from(svg.querySelectorAll('g.role-axis-label')).flatMap(g =>
+    pairs(Array.from(g.querySelectorAll('text')).filter(t => t.textContent.trim()))
+      .filter(([a, b]) => meet(box(a), box(b))).map(([a, b]) => a.textContent + '/' + b.textContent));
+  const views = Array.from(svg.querySelectorAll('g.role-scope[class*="concat_"] > g > path.background'));
+  const covered = Array.from(svg.querySelectorAll('g.role-legend')).filter(l =>
+    views.some(v => meet(box(l), box(v)))).length;
+  return {minFont: Math.min(...sizes), collide: collide, legendsOverViews: covered,
+          tooWide: el.scrollWidth > el.clientWidth + 1};
+}"""
+
+
 def drawn_chart(page, fig) -> str:
-    """Wait until the figure is drawn; its chart's SVG (marks drawn, no error shown)."""
+    """Wait until the figure is drawn and check that it reads (LAYOUT); its chart's SVG."""
     page.wait_for_function("el => el.getAttribute('data-state') === 'drawn' || "
                            "el.getAttribute('data-state') === 'failed'",
                            arg=fig.element_handle(), timeout=20000)
     assert fig.get_attribute("data-state") == "drawn", fig.inner_text()[:300]
     chart = fig.locator(".slm-vega-view svg.marks")
     assert chart.locator("g.role-mark > *").count() > 0, "the figure drew no marks"
+    layout = fig.evaluate(LAYOUT)
+    assert layout["minFont"] >= 11, f"text of {layout['minFont']} px in a figure"
+    assert layout["collide"] == [], f"axis labels on top of each other: {layout['collide']}"
+    assert layout["legendsOverViews"] == 0, "a legend covers a plot or its caption"
+    assert not layout["tooWide"], "the figure is wider than its place on the page"
     return chart.inner_html()
 
 

@@ -18,6 +18,7 @@ from docutils import nodes
 
 MIME = "application/vnd.vegalite.v5+json"
 MARK = "slm-vega-figure"
+VEGA_SCRIPTS = ("vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js")
 
 
 def figure_html(spec: dict) -> str:
@@ -52,10 +53,14 @@ def rewrite_vega_outputs(app, docname, source):
 
 
 def add_scripts(app, pagename, templatename, context, doctree):
-    """html-page-context: load the figure script on pages that have a figure."""
+    """html-page-context: on pages that have a figure, Vega (before RequireJS, which the
+    widget manager brings: with it on the page, Vega's UMD builds would register as AMD
+    modules instead of defining their globals) and the figure script."""
     if doctree is None:
         return
     if any(MARK in node.astext() for node in doctree.findall(nodes.raw)):
+        for script in VEGA_SCRIPTS:
+            app.add_js_file(script, priority=200)  # the default is 500
         app.add_js_file("slm_vega.js")
         app.add_css_file("slm_vega.css")
 

@@ -13,12 +13,21 @@
   var FILES = ["vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js"];
   var MIME = "application/vnd.vegalite.v5+json";
 
+  /* Pages with figures load Vega with <script> tags before RequireJS (vega_figures.py);
+     a page that only has a live explorer loads it here. With RequireJS on the page,
+     Vega's UMD builds would register as AMD modules, not as globals: define.amd is
+     hidden while each one runs. */
   function load(src) {
     return new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
+      var s = document.createElement("script"), amd = window.define && window.define.amd;
+      function restore() { if (amd) window.define.amd = amd; }
       s.src = BASE + src;
-      s.onload = resolve;
-      s.onerror = function () { reject(new Error("could not load " + s.src + ": build the site with `make book`")); };
+      s.onload = function () { restore(); resolve(); };
+      s.onerror = function () {
+        restore();
+        reject(new Error("could not load " + s.src + ": build the site with `make book`"));
+      };
+      if (amd) window.define.amd = undefined;
       document.head.appendChild(s);
     });
   }

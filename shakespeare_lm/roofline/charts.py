@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from .. import style
+from .. import chartspec, style
 from ..figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title
 from .analytic import (HARDWARE, MODELS, Hardware, ModelSpec, attainable_flops, decode_cost,
                        prefill_cost)
@@ -109,9 +109,9 @@ class RooflineChart:
                    f"'-bound at ' + {_f('datum.pre_x')} + ' FLOP/byte'")
         decode = (f"'decode step at context ' + {p} + ': ' + "
                   f"{_f('datum.dec_s * 1e3')} + ' ms, ' + datum.dec_bound + "
-                  f"'-bound at ' + {_f('datum.dec_x')} + ' FLOP/byte, ' + "
-                  f"{_f(f'{batch} / datum.dec_s')} + ' tokens/s'")
-        ridge = f"'ridge point ' + {_f('datum.ridge')} + ' FLOP/byte'"
+                  f"'-bound at ' + {_f('datum.dec_x')} + ' FLOP/byte,'")
+        ridge = (f"'  ' + {_f(f'{batch} / datum.dec_s')} + ' tokens/s; ridge point ' + "
+                 f"{_f('datum.ridge')} + ' FLOP/byte'")
         return ([{"filter": f"datum.key == ({v['model']})"},
                  _calc(f"({v['peak_tflops']}) * 1e12", "peak"),
                  _calc(f"({v['bandwidth_gbs']}) * 1e9", "bw"),
@@ -134,9 +134,10 @@ class RooflineChart:
         import altair as alt
 
         return {"x": alt.X("x:Q", title="arithmetic intensity (FLOP per byte)",
-                           scale=alt.Scale(type="log"), axis=alt.Axis(format="~g")),
+                           scale=alt.Scale(type="log"),
+                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
                 "y": alt.Y("y:Q", title="FLOP/s", scale=alt.Scale(type="log"),
-                           axis=alt.Axis(format="~s")),
+                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
                 "color": alt.Color("what:N", title=None, scale=alt.Scale(
                     domain=["roofline", "prefill", "decode"],
                     range=[style.INK, style.PALETTE[0], style.PALETTE[3]]))}
