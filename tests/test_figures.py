@@ -157,3 +157,35 @@ def test_style_use_sets_matplotlib_and_the_altair_theme():
         assert alt.Chart().mark_point().to_dict()["config"] == style.vega_config()
     alt.theme.enable("default")
     assert len(set(style.PALETTE)) == len(style.PALETTE) == 8
+
+
+def test_the_site_extension_turns_vega_lite_outputs_into_inert_html(bars_figure):
+    """book/_ext/vega_figures.py: the spec goes into a data block (no code from the
+    notebook runs) that the page script draws; other outputs are left alone."""
+    import importlib.util
+
+    path = ROOT / "book" / "_ext" / "vega_figures.py"
+    module_spec = importlib.util.spec_from_file_location("vega_figures", path)
+    ext = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(ext)
+    spec = bars_figure.to_dict()
+    spec["title"] = "a </script> in a title"
+    notebook = {"cells": [{"cell_type": "code", "outputs": [
+        {"output_type": "display_data", "data": {MIMETYPE: spec, "text/plain": "fig"},
+         "metadata": {MIMETYPE: {"embed_options": {}}}},
+        {"output_type": "stream", "name": "stdout", "text": "hello"}]}]}
+    source = [json.dumps(notebook)]
+
+    class App:  # what rewrite_vega_outputs reads of Sphinx's app
+        class env:
+            doc2path = staticmethod(lambda name: f"{name}.ipynb")
+
+    ext.rewrite_vega_outputs(App, "notebooks/07", source)
+    out = json.loads(source[0])["cells"][0]["outputs"]
+    html = out[0]["data"]["text/html"]
+    assert MIMETYPE not in out[0]["data"] and out[0]["metadata"] == {}
+    assert html.startswith('<div class="slm-vega-figure"><script type="' + MIMETYPE)
+    assert "</script> in" not in html and html.count("</script>") == 1
+    data = html.split(MIMETYPE + '">', 1)[1].rsplit("</script>", 1)[0]
+    assert json.loads(data) == spec
+    assert out[1] == notebook["cells"][0]["outputs"][1]

@@ -242,14 +242,14 @@ def test_prefill_decode_chart_reads_all_weights_every_step_and_decode_idles_the_
 def test_roofline_explorer_builds_and_names_the_binding_limits():
     spec = rf.roofline_explorer().to_dict()
     assert [p["bind"]["input"] for p in spec["params"]] == ["select"] + ["radio"] * 5
-    assert spec["params"][0]["bind"]["labels"][2] == rf.MODELS["7b"].name  # names, not keys
+    assert spec["params"][0]["bind"]["labels"][2] == rf.MODELS["7b"].name  # not keys
     assert "http" not in json.dumps(spec).replace(spec["$schema"], "")
     chart = rf.explorer_chart("7b", 2, 1000, 1, 2000, 500)
     assert "compute-bound" in chart["caption"].splitlines()[0]
     assert "memory-bound" in chart["caption"].splitlines()[1]
 
 
-# --- the explorer's Vega-Lite agrees with Python (run in node with vega) --------------------
+# --- the explorer's Vega-Lite agrees with Python (run in node with vega) --------------
 def settings_grid():
     names = list(rf.EXPLORER_SLIDERS)
     grids = [rf.EXPLORER_SLIDERS[n][0] for n in names]
@@ -273,7 +273,8 @@ def test_vega_roofline_matches_python():
     for values, items in zip(settings, pages):
         py = rf.explorer_chart(**values)
         items = [i for i in items if i["role"] == "mark"]  # not axes and legends
-        points = {i["datum"]["what"]: i["datum"] for i in items if i["mark"] == "symbol"}
+        points = {i["datum"]["what"]: i["datum"] for i in items
+                  if i["mark"] == "symbol"}
         for p in py["points"]:
             assert points[p["label"]]["x"] == pytest.approx(p["x"], rel=1e-9)
             assert points[p["label"]]["y"] == pytest.approx(p["y"], rel=1e-9)
@@ -281,9 +282,11 @@ def test_vega_roofline_matches_python():
         assert roof == pytest.approx(py["lines"][0]["y"], rel=1e-12)
         [ridge] = {i["datum"]["ridge"] for i in items if i["mark"] == "rule"}
         assert ridge == pytest.approx(py["vlines"][0]["x"], rel=1e-12)
-        [caption] = [i["text"] for i in items if i["mark"] == "text" and isinstance(i["text"], list)]
+        [caption] = [i["text"] for i in items
+                     if i["mark"] == "text" and isinstance(i["text"], list)]
         caption = "\n".join(caption)
-        assert re.findall(r"\w+-bound", caption) == re.findall(r"\w+-bound", py["caption"])
+        bound = re.compile(r"\w+-bound")
+        assert bound.findall(caption) == bound.findall(py["caption"])
         assert numbers(caption) == pytest.approx(numbers(py["caption"]), rel=1e-2)
 
 
@@ -294,7 +297,7 @@ def test_moving_a_slider_of_the_step_figure_draws_the_next_step():
     busy = [{i["datum"]["c"]: i["datum"]["y"] for i in page
              if i["role"] == "mark" and i["mark"] == "rect" and i["datum"]["j"] == 1}
             for page in (first, second)]
-    assert busy[0]["prefill"] == 1.0 and busy[0]["d1"] == 0.0           # only prefill so far
+    assert busy[0]["prefill"] == 1.0 and busy[0]["d1"] == 0.0  # only prefill so far
     expected = fig.spec_at(step=1)["bars"][1]["y"][1]
     assert busy[1]["d1"] == pytest.approx(expected, rel=1e-3) and busy[1]["d1"] > 0
 

@@ -1,9 +1,9 @@
-"""The decoding rules outside Python agree with shakespeare_lm.rules, on the same logits:
+"""The decoding rules outside Python agree with shakespeare_lm.rules on the same logits:
 
-* the JavaScript rules (shakespeare_lm/static/rules_explorer.js), which the live model on the
-  site samples with, run in node;
-* the Vega-Lite rules (shakespeare_lm/rules_vega.py) of chapter 3's kernel-free explorer, run
-  in node with vega and vega-lite, as the page and JupyterLab run them.
+* the JavaScript rules (shakespeare_lm/static/rules_explorer.js), which the live model
+  on the site samples with, run in node;
+* the Vega-Lite rules (shakespeare_lm/rules_vega.py) of chapter 3's kernel-free
+  explorer, run in node with vega and vega-lite, as the page and JupyterLab run them.
 
 Kept sets are compared exactly and probabilities to float64 precision."""
 
@@ -81,7 +81,8 @@ def one_rule_at_a_time(grid: dict) -> list[dict]:
 
 def logit_rows_with_ties() -> list[list[float]]:
     gen = torch.Generator().manual_seed(0)
-    rows = [torch.randn(63, generator=gen).mul(s).tolist() for s in (0.3, 1.0, 2.0, 3.0, 5.0, 8.0)]
+    rows = [torch.randn(63, generator=gen).mul(s).tolist()
+            for s in (0.3, 1.0, 2.0, 3.0, 5.0, 8.0)]
     rows += [torch.randn(12, generator=gen).mul(2).tolist() for _ in range(4)]
     rows += [torch.randint(-3, 4, (63,), generator=gen).double().tolist(),  # many ties
              torch.randint(-2, 2, (7,), generator=gen).double().tolist(),
@@ -101,7 +102,8 @@ def test_js_rules_match_python_on_random_logits_with_ties(figure):
     rng = random.Random(0)
     grid = fine_grid(figure)
     settings = one_rule_at_a_time(grid) + random_settings(grid, rng, 60)
-    cases = [{"logits": row, "settings": s} for row in logit_rows_with_ties() for s in settings]
+    cases = [{"logits": row, "settings": s}
+             for row in logit_rows_with_ties() for s in settings]
     got = run_node({"raw": cases, "errors": []})["raw"]
     assert len(got) == len(cases)
     for case, js in zip(cases, got):
@@ -112,30 +114,31 @@ def test_js_rules_match_python_on_random_logits_with_ties(figure):
         assert torch.allclose(js, expected, rtol=1e-9, atol=1e-12), case
 
 
-# --- the kernel-free explorer: the rules in Vega-Lite ---------------------------------------
+# --- the kernel-free explorer: the rules in Vega-Lite ----------------------------------
 def vega_figure(logit_rows: list[list[float]], grid: dict) -> SliderFigure:
-    """The static explorer's chart over these logits (a context each), sliders over grid."""
+    """The static explorer's chart on these logits (a context each), sliders on grid."""
     v = max(map(len, logit_rows))
     data = {"chars": [f"c{i}" for i in range(v)], "labels": [f"c{i}" for i in range(v)],
             "contexts": [{"name": str(c), "text": "x", "logits": row}
                          for c, row in enumerate(logit_rows)]}
     sliders = [Slider("context", list(range(len(logit_rows))))]
-    off = {**explorer.OFF, "top_k": grid["top_k"][-1]}  # a rule left out of a setting is off
+    off = {**explorer.OFF, "top_k": grid["top_k"][-1]}  # a rule a setting leaves out
     sliders += [Slider(name, grid[name], off[name]) for name in explorer.SETTINGS]
     return SliderFigure(sliders, vega=explorer.StaticChart(["t"] * len(logit_rows)),
                         data={"logits": explorer.explorer_rows(data)})
 
 
 def vega_pages(figure: SliderFigure, settings: list[dict]) -> tuple[dict, list[dict]]:
-    """Run the figure in vega for each setting (slider name -> value): the embedded logits
-    per context, and per setting the bars drawn ({(series, id): datum}) and the caption."""
+    """Run the figure in vega for each setting (slider name -> value): the embedded
+    logits per context, and per setting the bars drawn ({(series, id): datum}) and the
+    caption."""
     spec = figure.to_dict()
     logits = {}
     for row in read_dataset(spec, "logits"):
         logits.setdefault(int(row["ctx"]), []).append(row["logit"])
     params = [param_setting(figure, **s) for s in settings]
     pages = []
-    for start in range(0, len(params), 400):  # a node process per 400 settings: bounded memory
+    for start in range(0, len(params), 400):  # a node process per 400: bounded memory
         for items in drawn(spec, params[start:start + 400],
                            fields=["id", "series", "pf", "raw_p", "r0", "caption"]):
             bars = {(i["datum"]["series"], i["datum"]["id"]): i["datum"] for i in items
@@ -151,12 +154,13 @@ def check_page(page: dict, logits: list[float], settings: dict, what) -> None:
                        dtype=torch.float64)
     assert torch.equal(got > 0, expected > 0), what                  # the same kept set
     assert torch.allclose(got, expected, rtol=1e-9, atol=1e-12), what
-    raw = torch.tensor([page["bars"][("raw_p", i)]["raw_p"] for i in range(len(logits))],
-                       dtype=torch.float64)
+    raw = torch.tensor([page["bars"][("raw_p", i)]["raw_p"]
+                        for i in range(len(logits))], dtype=torch.float64)
     l = torch.tensor(logits, dtype=torch.float64)
     assert torch.allclose(raw, torch.softmax(l, -1), rtol=1e-9, atol=1e-12), what
     order = torch.sort(l, descending=True, stable=True).indices.tolist()
-    assert [page["bars"][("pf", i)]["r0"] for i in order] == list(range(1, len(l) + 1)), what
+    ranks = [page["bars"][("pf", i)]["r0"] for i in order]
+    assert ranks == list(range(1, len(l) + 1)), what
 
 
 def test_vega_rules_match_python_on_random_logits_with_ties(figure):
@@ -169,7 +173,8 @@ def test_vega_rules_match_python_on_random_logits_with_ties(figure):
     logits, pages = vega_pages(vega_figure(rows, grid), settings)
     assert len(pages) == len(settings) > 2000
     for s, page in zip(settings, pages):
-        check_page(page, logits[s["context"]], {k: s[k] for k in s if k != "context"}, s)
+        rules_only = {k: v for k, v in s.items() if k != "context"}
+        check_page(page, logits[s["context"]], rules_only, s)
 
 
 def test_vega_explorer_draws_what_python_computes_at_every_context(figure, tok):
@@ -182,10 +187,11 @@ def test_vega_explorer_draws_what_python_computes_at_every_context(figure, tok):
     for values, page in zip(settings, pages):
         rules_only = {k: values[k] for k in explorer.SETTINGS}
         check_page(page, logits[values["context"]], rules_only, values)
-        summary = explorer.summarize(torch.tensor(logits[values["context"]], dtype=torch.float64),
-                                     tok, **rules_only)
+        row = torch.tensor(logits[values["context"]], dtype=torch.float64)
+        summary = explorer.summarize(row, tok, **rules_only)
         [caption] = page["caption"]
-        assert caption[0].startswith(f"kept {summary['kept']} of 63 characters"), caption
+        kept = f"kept {summary['kept']} of 63 characters"
+        assert caption[0].startswith(kept), caption
         assert f"entropy {summary['entropy_bits']:.2f} bits" in caption[1], caption
 
 
@@ -205,10 +211,11 @@ def test_static_explorer_is_a_vega_lite_chart_of_the_embedded_logits(figure, tok
     spec = figure.to_dict()
     assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/v5")
     inputs = [p["bind"]["input"] for p in spec["params"] if "bind" in p]
-    assert len(inputs) == len(figure.sliders) == 8 and set(inputs) <= {"range", "radio", "select"}
+    assert len(inputs) == len(figure.sliders) == 8
+    assert set(inputs) <= {"range", "radio", "select"}
     labels = {p["name"]: p["bind"].get("labels") for p in spec["params"]}
     assert labels["top_p"][-1] == "off (1)" and labels["temperature"][0] == "0 (greedy)"
     rows = read_dataset(spec, "logits")
     assert len(rows) == 63 * len(explorer.CONTEXTS)
     assert {r["ch"] for r in rows} == {explorer.char_label(c) for c in tok.chars}
-    assert "http" not in json.dumps(spec).replace(spec["$schema"], "")  # nothing to fetch
+    assert "http" not in json.dumps(spec).replace(spec["$schema"], "")  # no fetching

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
-FIGURE = ".slm-vega-figure"  # a kernel-free figure on a page (book/_ext/vega_figures.py)
+FIGURE = ".slm-vega-figure"  # a kernel-free figure on a page (book/_ext/vega_figures)
 VEGALITE = "application/vnd.vegalite.v5+json"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -158,12 +158,14 @@ def vega_outputs(path: str) -> int:
     if not notebook.exists():
         return 0
     cells = json.loads(notebook.read_text())["cells"]
-    return sum(VEGALITE in out.get("data", {}) for c in cells for out in c.get("outputs", []))
+    return sum(VEGALITE in out.get("data", {})
+               for c in cells for out in c.get("outputs", []))
 
 
 def test_site_has_every_kernel_free_figure_and_widgets(browser, site_url):
     """Each notebook's Vega-Lite outputs are figures on its page, and at least one page
-    carries each kind of interactive element (else the checks above would pass vacuously)."""
+    carries each kind of interactive element (else the checks above would pass
+    vacuously)."""
     counts = {"figures": 0, "widgets": 0}
     for path in toc_pages():
         visit = PageVisit(browser, f"{site_url}/{path}")
@@ -176,20 +178,23 @@ def test_site_has_every_kernel_free_figure_and_widgets(browser, site_url):
     assert counts["figures"] >= 1 and counts["widgets"] >= 1, counts
 
 
-# What a reader of a figure must be able to read, measured in the drawn SVG: the smallest
-# text, category labels that overlap, a legend over a plot or caption, a chart wider than
-# its place on the page.
+# What a reader of a figure must be able to read, measured in the drawn SVG: the
+# smallest text, axis labels that overlap, a legend over a plot or caption, a chart
+# wider than its place on the page.
 LAYOUT = """el => {
-  const svg = el.querySelector('.slm-vega-view svg.marks'), box = r => r.getBoundingClientRect();
+  const svg = el.querySelector('.slm-vega-view svg.marks');
+  const box = r => r.getBoundingClientRect();
   const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
                          Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
   const pairs = xs => xs.flatMap((a, i) => xs.slice(i + 1).map(b => [a, b]));
-  const sizes = Array.from(svg.querySelectorAll('text')).filter(t => t.textContent.trim())
-    .map(t => parseFloat(getComputedStyle(t).fontSize));
+  const texts = g => Array.from(g.querySelectorAll('text'))
+    .filter(t => t.textContent.trim());
+  const sizes = texts(svg).map(t => parseFloat(getComputedStyle(t).fontSize));
   const collide = Array.from(svg.querySelectorAll('g.role-axis-label')).flatMap(g =>
-    pairs(Array.from(g.querySelectorAll('text')).filter(t => t.textContent.trim()))
-      .filter(([a, b]) => meet(box(a), box(b))).map(([a, b]) => a.textContent + '/' + b.textContent));
-  const views = Array.from(svg.querySelectorAll('g.role-scope[class*="concat_"] > g > path.background'));
+    pairs(texts(g)).filter(([a, b]) => meet(box(a), box(b)))
+      .map(([a, b]) => a.textContent + '/' + b.textContent));
+  const views = Array.from(svg.querySelectorAll(
+    'g.role-scope[class*="concat_"] > g > path.background'));
   const covered = Array.from(svg.querySelectorAll('g.role-legend')).filter(l =>
     views.some(v => meet(box(l), box(v)))).length;
   return {minFont: Math.min(...sizes), collide: collide, legendsOverViews: covered,
@@ -198,7 +203,7 @@ LAYOUT = """el => {
 
 
 def drawn_chart(page, fig) -> str:
-    """Wait until the figure is drawn and check that it reads (LAYOUT); its chart's SVG."""
+    """Wait until the figure is drawn and check that it reads (LAYOUT); its SVG."""
     page.wait_for_function("el => el.getAttribute('data-state') === 'drawn' || "
                            "el.getAttribute('data-state') === 'failed'",
                            arg=fig.element_handle(), timeout=20000)
@@ -207,15 +212,15 @@ def drawn_chart(page, fig) -> str:
     assert chart.locator("g.role-mark > *").count() > 0, "the figure drew no marks"
     layout = fig.evaluate(LAYOUT)
     assert layout["minFont"] >= 11, f"text of {layout['minFont']} px in a figure"
-    assert layout["collide"] == [], f"axis labels on top of each other: {layout['collide']}"
+    assert layout["collide"] == [], f"axis labels on each other: {layout['collide']}"
     assert layout["legendsOverViews"] == 0, "a legend covers a plot or its caption"
     assert not layout["tooWide"], "the figure is wider than its place on the page"
     return chart.inner_html()
 
 
 def move_first_input(page, fig) -> str:
-    """Move the figure's first slider (a range, radio buttons or a list) to another value;
-    the input's label."""
+    """Move the figure's first slider (a range, radio buttons or a list) to another
+    value; the input's label."""
     bind = fig.locator(".vega-bindings .vega-bind").first
     name = bind.locator(".vega-bind-name").inner_text()
     if bind.locator("input[type='range']").count():
@@ -240,11 +245,12 @@ def test_moving_a_kernel_free_slider_redraws_the_figure(browser, site_url, path)
         for fig in page.locator(FIGURE).all():
             before = drawn_chart(page, fig)
             name = move_first_input(page, fig)
-            page.wait_for_function("([el, b]) => el.querySelector('.slm-vega-view svg.marks')"
-                                   ".innerHTML !== b", arg=[fig.element_handle(), before],
-                                   timeout=10000)
-            assert drawn_chart(page, fig) != before, f"moved {name!r}: the chart did not change"
-        assert visit.external == [], f"requests that would leave the machine: {visit.external}"
+            page.wait_for_function(
+                "([el, b]) => el.querySelector('.slm-vega-view svg.marks')"
+                ".innerHTML !== b", arg=[fig.element_handle(), before], timeout=10000)
+            after = drawn_chart(page, fig)
+            assert after != before, f"moved {name!r}: the chart did not change"
+        assert visit.external == [], f"requests that would leave: {visit.external}"
         assert visit.errors == [], f"console errors: {visit.errors}"
     finally:
         visit.close()

@@ -1,5 +1,6 @@
-"""Run a kernel-free figure's Vega-Lite spec in node (vega and vega-lite from node_modules,
-as the site vendors them) and read back what it draws, for each setting of its sliders."""
+"""Run a kernel-free figure's Vega-Lite spec in node (vega and vega-lite from
+node_modules, as the site vendors them) and read back what it draws, for each setting of
+its sliders."""
 
 from __future__ import annotations
 
@@ -28,14 +29,15 @@ def need_vega() -> None:
         pytest.skip(missing)
 
 
-def drawn(spec: dict, settings: list[dict], fields: list[str] | None = None) -> list[list[dict]]:
+def drawn(spec: dict, settings: list[dict],
+          fields: list[str] | None = None) -> list[list[dict]]:
     """For each setting ({parameter: value}), every mark item drawn: {mark, role, name,
     datum (only ``fields`` of it, if given), text}."""
     need_vega()
     payload = json.dumps({"root": str(NODE_MODULES), "spec": spec, "settings": settings,
                           "fields": fields})
-    done = subprocess.run([NODE, str(HARNESS)], input=payload, capture_output=True, text=True,
-                          timeout=600)
+    done = subprocess.run([NODE, str(HARNESS)], input=payload, capture_output=True,
+                          text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout)
 
