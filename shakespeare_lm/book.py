@@ -15,7 +15,8 @@ roles of notebooks as ``{eval}`cite("key")```, which JupyterLab renders too
 (:mod:`shakespeare_lm.citations`); re-execute them afterwards to store the citations.
 
 ``python -m shakespeare_lm.book vendor`` copies the JavaScript the static site needs
-offline (MathJax, require.js, the ipywidgets HTML manager) from ``node_modules`` (filled by
+offline (MathJax, require.js, the ipywidgets HTML manager, and Vega: vega, vega-lite and
+vega-embed, which draw the kernel-free figures) from ``node_modules`` (filled by
 ``npm ci`` from ``package-lock.json``) into ``book/_vendor``, which Sphinx publishes as
 static files. Nothing is fetched from a CDN and nothing vendored is committed.
 
@@ -23,7 +24,9 @@ It also vendors the live model (``book/_vendor/live``): ONNX Runtime Web's class
 and, as generated ``.js`` files, its WebAssembly binary and the ONNX graphs that
 ``python -m shakespeare_lm.export`` wrote (gzip, then base64). A page opened from
 ``file://`` may not ``fetch``, but it may run a ``<script src>``, so every byte the live
-model needs arrives that way; ``book/_js/slm_runtime.js`` decodes them in the page.
+model needs arrives that way; ``book/_js/slm_runtime.js`` decodes them in the page. The
+live explorers' charts are Vega-Lite specs made in Python (``shakespeare_lm.live``),
+written there as ``charts.js``.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ import time
 from pathlib import Path
 
 from .figures import STATIC_DIR as STATIC
+from .live import chart_specs
 from .outputs import compare_notebook, pinned_numerics, unpinned
 from .paths import NOTEBOOKS_DIR as NOTEBOOKS
 from .paths import ONNX_DIR, ROOT
@@ -46,13 +50,16 @@ NODE_MODULES = ROOT / "node_modules"
 VENDOR = ROOT / "book" / "_vendor"
 _FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}
 ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+# the kernel-free figures: Vega's browser builds, in load order (book/_js/slm_vega.js)
+VEGA_FILES = ("vega/build/vega.min.js", "vega-lite/build/vega-lite.min.js",
+              "vega-embed/build/vega-embed.min.js")
 
 
 def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
-    """Copy MathJax, require.js and the widget HTML manager into ``dest``."""
+    """Copy MathJax, require.js, the widget HTML manager and Vega into ``dest``."""
     manager = src / "@jupyter-widgets" / "html-manager" / "dist"
     needed = [src / "mathjax" / "es5" / "tex-chtml.js", src / "requirejs" / "require.js",
-              manager / "embed-amd.js"]
+              manager / "embed-amd.js"] + [src / f for f in VEGA_FILES]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
         raise SystemExit(f"missing {missing}: run `npm ci` first (make book does)")
@@ -66,8 +73,12 @@ def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
     for f in manager.iterdir():
         if f.name == "embed-amd.js" or f.suffix in _FONT_SUFFIXES:
             shutil.copy2(f, dest / "html-manager" / f.name)
+    (dest / "vega").mkdir()
+    for f in VEGA_FILES:
+        text = _without_source_map((src / f).read_text("utf-8"))
+        (dest / "vega" / Path(f).name).write_text(text, "utf-8")
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
-    print(f"vendored MathJax, require.js and the widget HTML manager into {dest} "
+    print(f"vendored MathJax, require.js, the widget HTML manager and Vega into {dest} "
           f"({size / 1e6:.1f} MB)")
     vendor_live(src, dest / "live")
 
@@ -91,7 +102,7 @@ def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
                 onnx_dir: Path = ONNX_DIR) -> None:
     """ONNX Runtime Web (its single-file classic build, the ES module that loads the
     WebAssembly, the binary) and the exported models, as scripts the page can load from
-    ``file://``; and the JS decoding rules and chart code the runtime reuses."""
+    ``file://``; the JS decoding rules the runtime reuses, and the explorers' charts."""
     ort = src / "onnxruntime-web" / "dist"
     vocab = onnx_dir / "vocab.json"
     needed = [ort / f for f in ORT_FILES] + [vocab]
@@ -112,8 +123,8 @@ def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
         (dest / f"model_{name}.js").write_text(_asset_script("model_" + name, {
             "name": name, "chars": meta["chars"], "config": config,
             "onnx_gz_b64": _packed((onnx_dir / f"{name}.onnx").read_bytes())}))
-    for name in ("rules_explorer.js", "kernelfree.js"):
-        shutil.copy2(STATIC / name, dest / name)
+    shutil.copy2(STATIC / "rules_explorer.js", dest / "rules_explorer.js")
+    (dest / "charts.js").write_text(_asset_script("charts", chart_specs()), "utf-8")
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     print(f"vendored ONNX Runtime Web and the models {sorted(meta['models'])} into {dest} "
           f"({size / 1e6:.1f} MB)")

@@ -1,14 +1,16 @@
-"""Chapter 3's explorers: what the decoding rules keep of the next-character distribution.
+"""Chapter 3's explorers: what the decoding rules keep of the next-character
+distribution.
 
     from shakespeare_lm import explorer
     explorer.live_explorer(model, tok)      # ipywidgets bound to the model (JupyterLab)
-    explorer.static_explorer(model, tok)    # kernel-free SliderFigure for the static site
+    explorer.static_explorer(model, tok)    # a kernel-free SliderFigure (site, JupyterLab)
 
-Both draw the model's raw probabilities as outlines and the distribution a token is drawn
-from after the rules (``surviving``) as solid bars; trimmed characters are grey. The live one
-computes with ``shakespeare_lm.rules`` and samples with ``slm.generate``; the static one embeds
-the full next-character logits at a handful of contexts and computes every rule in the page
-with ``static/rules_explorer.js``, which ``tests/test_rules_js.py`` checks against ``rules``.
+Both draw the model's raw probabilities as outlines and the distribution a token is
+drawn from after the rules (``surviving``) as solid bars; trimmed characters are grey.
+The live one computes with ``shakespeare_lm.rules`` and samples with ``slm.generate``;
+the static one embeds the full next-character logits at a handful of contexts and
+computes every rule in the page with Vega-Lite transforms (``rules_vega``), which
+``tests/test_rules_js.py`` runs in node and checks against ``rules``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from collections.abc import Sequence
 
 import torch
 
-from . import rules
-from .figures import Slider, SliderFigure, static_js
+from . import rules, rules_vega, style
+from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title, pick
 from .generate import generate
 from .sampler import DecodingConfig, Sampler
 from .scoring import next_token_logits
@@ -141,9 +143,79 @@ def explorer_data(model, tok, contexts: dict[str, str] | None = None, digits: in
                          for name, text in contexts.items()]}
 
 
-def render_js() -> str:
-    """The SliderFigure render function: the rules in JS, then the chart for the sliders."""
-    return static_js("rules_explorer.js") + "\nreturn RulesExplorer.render(values, data);\n"
+def explorer_rows(data: dict) -> list[dict]:
+    """The explorer's logits as rows ``{ctx, id, ch, logit}`` (``ch``: the label)."""
+    return [{"ctx": c, "id": i, "ch": data["labels"][i], "logit": x}
+            for c, context in enumerate(data["contexts"])
+            for i, x in enumerate(context["logits"])]
+
+
+FINAL, RAW = "after the rules (renormalised)", "model, raw"
+
+
+def _bars(width: int, height: int):
+    """The chart of the explorer: per character (in order of raw probability) the raw
+    probability as an outline (grey where a rule removed it), the final one solid."""
+    import altair as alt
+
+    series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(
+        domain=[FINAL, RAW], range=[style.PALETTE[0], style.INK]))
+    colour = alt.condition("datum.series == 'raw_p' && datum.pf == 0",
+                           alt.value(style.MUTED), series)
+    axis = alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
+                    labelPadding=3)
+    enc = {"x": alt.X("ch:N", title=None, axis=axis,
+                      sort=alt.EncodingSortField(field="r0", op="min")),
+           "xOffset": alt.XOffset("sname:N", sort=[FINAL, RAW]),
+           "y": alt.Y("prob:Q", title="probability"), "color": colour,
+           "tooltip": [alt.Tooltip("ch:N", title="character"),
+                       alt.Tooltip("raw_p:Q", title=RAW, format=".4f"),
+                       alt.Tooltip("pf:Q", title=FINAL, format=".4f")]}
+    base = (alt.Chart().transform_fold(["raw_p", "pf"], as_=["series", "prob"])
+            .transform_calculate(sname=f"datum.series == 'pf' ? '{FINAL}' : '{RAW}'")
+            .encode(**enc))
+    solid = base.mark_bar().transform_filter("datum.series == 'pf'")
+    outline = base.mark_bar(filled=False, strokeWidth=1.2).transform_filter(
+        "datum.series == 'raw_p'")
+    return alt.layer(solid, outline).properties(width=width, height=height)
+
+
+def _summary(width: int):
+    """The caption under the chart, computed in the page from the rules' output."""
+    import altair as alt
+
+    line1 = ("'kept ' + datum.kept + ' of ' + datum.n + ' characters, holding ' + "
+             "format(100 * datum.mass, '.1f') + '% of the raw probability;'")
+    line2 = ("'entropy ' + format(abs(datum.bits), '.2f') + ' bits (raw ' + "
+             "format(datum.raw_bits, '.2f') + '); most likely now \u201c' + "
+             "datum.ch + '\u201d at ' + format(datum.best, '.3f')")
+    return (alt.Chart(transform=rules_vega.summary_transforms())
+            .transform_calculate(caption=f"[{line1}, {line2}]")
+            .mark_text(align="left", baseline="top", font=style.MONOSPACE,
+                       fontSize=style.FONT_SIZES["caption"], lineHeight=CAPTION_LINE_PX)
+            .encode(x=alt.value(0), y=alt.value(2), text="caption:N")
+            .properties(width=width, height=2 * CAPTION_LINE_PX + 4))
+
+
+class StaticChart:
+    """The kernel-free explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the
+    rules computed in the page from the embedded logits (``rules_vega``)."""
+
+    def __init__(self, titles: list[str] | dict):
+        self.titles = titles  # one per context, or a Vega expression ({"expr": ...})
+
+    def __call__(self, values: dict[str, str], width: int, height: int):
+        import altair as alt
+
+        context = values["context"]  # the context's index
+        title = frame_title(self.titles if isinstance(self.titles, dict)
+                            else pick(self.titles, f"({context})"))
+        bars = _bars(width, height).properties(title=title)
+        chart = alt.vconcat(bars, _summary(width), data=alt.NamedData(name="logits"),
+                            spacing=6)
+        chart.transform = ([{"filter": f"datum.ctx == ({context})"}]
+                           + rules_vega.rule_transforms(values))
+        return chart
 
 
 def static_explorer(model, tok, contexts: dict[str, str] | None = None) -> SliderFigure:
@@ -151,7 +223,10 @@ def static_explorer(model, tok, contexts: dict[str, str] | None = None) -> Slide
     data = explorer_data(model, tok, contexts)
     sliders = static_sliders(len(data["contexts"]), [c["name"] for c in data["contexts"]],
                              len(tok.chars))
-    return SliderFigure(sliders, render_js=render_js(), data=data, width=900, height=330,
+    titles = ["next character after \u2026" + c["text"][-24:].replace("\n", "\u23ce")
+              for c in data["contexts"]]
+    return SliderFigure(sliders, vega=StaticChart(titles),
+                        data={"logits": explorer_rows(data)},
                         title="What each rule keeps of the next-character distribution")
 
 

@@ -70,3 +70,60 @@ def explorer(kind: str = "truncation", context: str = DEFAULT_CONTEXT, seed: int
     from IPython.display import HTML
 
     return HTML(explorer_html(kind, context, seed, title))
+
+
+# --- the explorers' charts: Vega-Lite specs that the page feeds ---------------------
+# The truncation explorer's parameters where a rule is off (top-k: above any vocabulary)
+RULES_OFF = {"temperature": 1, "top_k": 10**9, "top_p": 1, "min_p": 0, "typical_p": 1,
+             "epsilon": 0, "eta": 0}
+
+
+def _live_spec(chart, params: dict, datasets: dict) -> dict:
+    """A chart whose parameters the page sets (no inputs of its own), in the style."""
+    import altair as alt
+
+    from . import style
+    from .figures import EMBED_OPTIONS
+
+    chart = chart.add_params(*(alt.param(name=k, value=v) for k, v in params.items()))
+    return chart.properties(datasets=datasets, config=style.vega_config(),
+                            usermeta={"embedOptions": EMBED_OPTIONS}).to_dict()
+
+
+def truncation_chart() -> dict:
+    """The truncation explorer's chart: the page puts the logits after the reader's
+    context in the ``logits`` dataset (rows ``{ctx: 0, id, ch, logit}``, after the
+    repetition penalty) and sets the rules' parameters; the rules run in Vega
+    (``shakespeare_lm.rules_vega``)."""
+    from . import style
+    from .explorer import StaticChart
+
+    values = {**{name: name for name in RULES_OFF}, "context": "0"}
+    chart = StaticChart({"expr": "title"})(values, style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, 230)
+    return _live_spec(chart, {**RULES_OFF, "title": ""}, {"logits": []})
+
+
+def step_chart() -> dict:
+    """The step explorer's chart: the page puts the 20 most probable next characters in
+    the ``top`` dataset (rows ``{rank, ch, p, drawn}``) and sets ``title``."""
+    import altair as alt
+
+    from . import style
+    from .figures import frame_title
+
+    colour = alt.condition("datum.drawn", alt.value(style.PALETTE[3]),
+                           alt.value(style.PALETTE[0]))
+    x = alt.X("ch:N", title=None, sort=alt.EncodingSortField(field="rank", op="min"),
+              axis=alt.Axis(labelAngle=0, labelFont=style.MONOSPACE))
+    tooltip = [alt.Tooltip("ch:N", title="character"), alt.Tooltip("p:Q", format=".4f")]
+    chart = (alt.Chart(alt.NamedData(name="top")).mark_bar()
+             .encode(x=x, y=alt.Y("p:Q", title="probability"), color=colour,
+                     tooltip=tooltip)
+             .properties(width=style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, height=200,
+                         title=frame_title({"expr": "title"})))
+    return _live_spec(chart, {"title": ""}, {"top": []})
+
+
+def chart_specs() -> dict:
+    """Every live explorer's chart, by kind (``make book`` writes them for the page)."""
+    return {"truncation": truncation_chart(), "step": step_chart()}

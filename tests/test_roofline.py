@@ -1,10 +1,7 @@
 import itertools
 import json
 import math
-import os
 import re
-import shutil
-import subprocess
 
 import pytest
 import torch
@@ -13,6 +10,7 @@ import shakespeare_lm as slm
 from shakespeare_lm import roofline as rf
 
 from .conftest import make_tiny
+from .vega_helpers import drawn, param_setting
 
 ROUND = rf.HARDWARE["round-gpu"]
 B7 = rf.MODELS["7b"]
@@ -242,25 +240,16 @@ def test_prefill_decode_chart_reads_all_weights_every_step_and_decode_idles_the_
 
 
 def test_roofline_explorer_builds_and_names_the_binding_limits():
-    html = rf.roofline_explorer().to_html()
-    assert "kernel-free-figure" in html and "http" not in html.split("<script>")[0]
+    spec = rf.roofline_explorer().to_dict()
+    assert [p["bind"]["input"] for p in spec["params"]] == ["select"] + ["radio"] * 5
+    assert spec["params"][0]["bind"]["labels"][2] == rf.MODELS["7b"].name  # not keys
+    assert "http" not in json.dumps(spec).replace(spec["$schema"], "")
     chart = rf.explorer_chart("7b", 2, 1000, 1, 2000, 500)
     assert "compute-bound" in chart["caption"].splitlines()[0]
     assert "memory-bound" in chart["caption"].splitlines()[1]
 
 
-# --- the explorer's JavaScript agrees with Python (run in node) ---------------------------
-NODE = shutil.which("node")
-if NODE is None and os.environ.get("CI"):
-    raise RuntimeError("node is needed to test the roofline explorer's JavaScript")
-
-HARNESS = r"""
-const input = JSON.parse(require("fs").readFileSync(0, "utf8"));
-const render = new Function("values", "data", "KernelFree", input.render_js);  // as the page does
-process.stdout.write(JSON.stringify(input.settings.map(v => render(v, input.data, {}))));
-"""
-
-
+# --- the explorer's Vega-Lite agrees with Python (run in node with vega) --------------
 def settings_grid():
     names = list(rf.EXPLORER_SLIDERS)
     grids = [rf.EXPLORER_SLIDERS[n][0] for n in names]
@@ -272,26 +261,45 @@ def numbers(text: str) -> list[float]:
     return [float(x) for x in re.findall(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?", text)]
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
-def test_javascript_roofline_matches_python():
+def test_vega_roofline_matches_python():
     fig = rf.roofline_explorer()
     settings = settings_grid()
     # the formulas are compared on the figure's unrounded data; the page embeds it rounded
-    # to 4 significant digits (SliderFigure.config), which is plenty for a picture
-    payload = {"render_js": fig.render_js, "data": fig.data, "settings": settings}
-    done = subprocess.run([NODE, "-e", HARNESS], input=json.dumps(payload), capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    charts = json.loads(done.stdout)
-    assert len(charts) == len(settings) > 100
-    for values, js in zip(settings, charts):
+    # to 4 significant digits (SliderFigure.to_dict), which is plenty for a picture
+    spec = fig.to_dict(digits=None)
+    pages = drawn(spec, [param_setting(fig, **v) for v in settings],
+                  fields=["what", "x", "y", "ridge", "caption"])
+    assert len(pages) == len(settings) > 100
+    for values, items in zip(settings, pages):
         py = rf.explorer_chart(**values)
-        for p, j in zip(py["points"], js["points"]):
-            assert j["x"] == pytest.approx(p["x"], rel=1e-9) and j["y"] == pytest.approx(p["y"], rel=1e-9)
-        assert js["lines"][0]["y"] == pytest.approx(py["lines"][0]["y"], rel=1e-12)
-        assert js["vlines"][0]["x"] == pytest.approx(py["vlines"][0]["x"], rel=1e-12)
-        assert re.findall(r"\w+-bound", js["caption"]) == re.findall(r"\w+-bound", py["caption"])
-        assert numbers(js["caption"]) == pytest.approx(numbers(py["caption"]), rel=1e-2)
+        items = [i for i in items if i["role"] == "mark"]  # not axes and legends
+        points = {i["datum"]["what"]: i["datum"] for i in items
+                  if i["mark"] == "symbol"}
+        for p in py["points"]:
+            assert points[p["label"]]["x"] == pytest.approx(p["x"], rel=1e-9)
+            assert points[p["label"]]["y"] == pytest.approx(p["y"], rel=1e-9)
+        roof = [i["datum"]["y"] for i in items if i["mark"] == "line"]
+        assert roof == pytest.approx(py["lines"][0]["y"], rel=1e-12)
+        [ridge] = {i["datum"]["ridge"] for i in items if i["mark"] == "rule"}
+        assert ridge == pytest.approx(py["vlines"][0]["x"], rel=1e-12)
+        [caption] = [i["text"] for i in items
+                     if i["mark"] == "text" and isinstance(i["text"], list)]
+        caption = "\n".join(caption)
+        bound = re.compile(r"\w+-bound")
+        assert bound.findall(caption) == bound.findall(py["caption"])
+        assert numbers(caption) == pytest.approx(numbers(py["caption"]), rel=1e-2)
+
+
+def test_moving_a_slider_of_the_step_figure_draws_the_next_step():
+    fig = rf.prefill_decode_figure(B7, ROUND, prompt_lens=(10, 1000), n_decode=4)
+    first, second = drawn(fig.to_dict(), [param_setting(fig, step=s) for s in (0, 1)],
+                          fields=["c", "j", "y"])
+    busy = [{i["datum"]["c"]: i["datum"]["y"] for i in page
+             if i["role"] == "mark" and i["mark"] == "rect" and i["datum"]["j"] == 1}
+            for page in (first, second)]
+    assert busy[0]["prefill"] == 1.0 and busy[0]["d1"] == 0.0  # only prefill so far
+    expected = fig.spec_at(step=1)["bars"][1]["y"][1]
+    assert busy[1]["d1"] == pytest.approx(expected, rel=1e-3) and busy[1]["d1"] > 0
 
 
 def test_throughput_knee_is_the_first_batch_near_the_best_throughput():

@@ -2,7 +2,8 @@
 
 Serves ``_build/html`` on 127.0.0.1 and checks every page in ``_toc.yml``: it loads without
 console errors, no request fails or leaves the machine, MathJax renders, every image
-loads, widget views render, and moving a slider of a kernel-free figure redraws it.
+loads, widget views render, every kernel-free figure (a notebook's Vega-Lite output) is
+drawn, and moving one of its sliders redraws it.
 
 Run after ``make book`` (``make test`` does both). Locally, a missing browser or site skips
 these tests; with ``REQUIRE_BROWSER=1`` (set by ``.ci/run``) it fails them.
@@ -13,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import json
 import os
 import shutil
 import threading
@@ -26,6 +28,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SITE = ROOT / "_build" / "html"
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
+FIGURE = ".slm-vega-figure"  # a kernel-free figure on a page (book/_ext/vega_figures)
+VEGALITE = "application/vnd.vegalite.v5+json"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -139,9 +143,8 @@ def test_page_loads_offline_without_errors(browser, site_url, path):
         if views:
             page.wait_for_selector(".jupyter-widgets", timeout=15000)
             assert page.locator(".widget-slider, .widget-hslider").count() >= 1
-        for fig in page.locator(".kernel-free-figure").all():
-            assert fig.get_attribute("data-state") is not None, "kernel-free figure did not mount"
-            assert fig.locator("svg *").count() > 0, "kernel-free figure drew nothing"
+        for fig in page.locator(FIGURE).all():  # every kernel-free figure is drawn
+            drawn_chart(page, fig)
         assert visit.external == [], f"requests that would leave the machine: {visit.external}"
         assert visit.failed == [], f"failed requests: {visit.failed}"
         assert visit.errors == [], f"console errors: {visit.errors}"
@@ -149,17 +152,89 @@ def test_page_loads_offline_without_errors(browser, site_url, path):
         visit.close()
 
 
-def test_site_has_kernel_free_figures_and_widgets(browser, site_url):
-    """At least one page must carry each kind of interactive element (else the checks above
-    would pass vacuously)."""
+def vega_outputs(path: str) -> int:
+    """How many Vega-Lite outputs (kernel-free figures) the page's notebook stores."""
+    notebook = ROOT / Path(path).with_suffix(".ipynb")
+    if not notebook.exists():
+        return 0
+    cells = json.loads(notebook.read_text())["cells"]
+    return sum(VEGALITE in out.get("data", {})
+               for c in cells for out in c.get("outputs", []))
+
+
+def test_site_has_every_kernel_free_figure_and_widgets(browser, site_url):
+    """Each notebook's Vega-Lite outputs are figures on its page, and at least one page
+    carries each kind of interactive element (else the checks above would pass
+    vacuously)."""
     counts = {"figures": 0, "widgets": 0}
     for path in toc_pages():
         visit = PageVisit(browser, f"{site_url}/{path}")
-        counts["figures"] += visit.page.locator(".kernel-free-figure").count()
+        figures = visit.page.locator(FIGURE).count()
+        assert figures == vega_outputs(path), f"{path}: {figures} figures drawn"
+        counts["figures"] += figures
         counts["widgets"] += visit.page.locator(
             "script[type='application/vnd.jupyter.widget-view+json']").count()
         visit.close()
     assert counts["figures"] >= 1 and counts["widgets"] >= 1, counts
+
+
+# What a reader of a figure must be able to read, measured in the drawn SVG: the
+# smallest text, axis labels that overlap, a legend over a plot or caption, a chart
+# wider than its place on the page.
+LAYOUT = """el => {
+  const svg = el.querySelector('.slm-vega-view svg.marks');
+  const box = r => r.getBoundingClientRect();
+  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
+                         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  const pairs = xs => xs.flatMap((a, i) => xs.slice(i + 1).map(b => [a, b]));
+  const texts = g => Array.from(g.querySelectorAll('text'))
+    .filter(t => t.textContent.trim());
+  const sizes = texts(svg).map(t => parseFloat(getComputedStyle(t).fontSize));
+  const collide = Array.from(svg.querySelectorAll('g.role-axis-label')).flatMap(g =>
+    pairs(texts(g)).filter(([a, b]) => meet(box(a), box(b)))
+      .map(([a, b]) => a.textContent + '/' + b.textContent));
+  const views = Array.from(svg.querySelectorAll(
+    'g.role-scope[class*="concat_"] > g > path.background'));
+  const covered = Array.from(svg.querySelectorAll('g.role-legend')).filter(l =>
+    views.some(v => meet(box(l), box(v)))).length;
+  return {minFont: Math.min(...sizes), collide: collide, legendsOverViews: covered,
+          tooWide: el.scrollWidth > el.clientWidth + 1};
+}"""
+
+
+def drawn_chart(page, fig) -> str:
+    """Wait until the figure is drawn and check that it reads (LAYOUT); its SVG."""
+    page.wait_for_function("el => el.getAttribute('data-state') === 'drawn' || "
+                           "el.getAttribute('data-state') === 'failed'",
+                           arg=fig.element_handle(), timeout=20000)
+    assert fig.get_attribute("data-state") == "drawn", fig.inner_text()[:300]
+    chart = fig.locator(".slm-vega-view svg.marks")
+    assert chart.locator("g.role-mark > *").count() > 0, "the figure drew no marks"
+    layout = fig.evaluate(LAYOUT)
+    assert layout["minFont"] >= 11, f"text of {layout['minFont']} px in a figure"
+    assert layout["collide"] == [], f"axis labels on each other: {layout['collide']}"
+    assert layout["legendsOverViews"] == 0, "a legend covers a plot or its caption"
+    assert not layout["tooWide"], "the figure is wider than its place on the page"
+    return chart.inner_html()
+
+
+def move_first_input(page, fig) -> str:
+    """Move the figure's first slider (a range, radio buttons or a list) to another
+    value; the input's label."""
+    bind = fig.locator(".vega-bindings .vega-bind").first
+    name = bind.locator(".vega-bind-name").inner_text()
+    if bind.locator("input[type='range']").count():
+        slider = bind.locator("input[type='range']")
+        at_max = slider.input_value() == slider.get_attribute("max")
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+    elif bind.locator("input[type='radio']").count():
+        bind.locator("input[type='radio']:not(:checked)").first.check()
+    else:
+        select = bind.locator("select")
+        chosen = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=1 if chosen == 0 else 0)
+    return name
 
 
 @pytest.mark.parametrize("path", toc_pages())
@@ -167,16 +242,15 @@ def test_moving_a_kernel_free_slider_redraws_the_figure(browser, site_url, path)
     visit = PageVisit(browser, f"{site_url}/{path}")
     page = visit.page
     try:
-        for fig in page.locator(".kernel-free-figure").all():
-            slider = fig.locator("input[type='range']").first
-            before_svg = fig.locator("svg").inner_html()
-            before_state = fig.get_attribute("data-state")
-            at_max = slider.get_attribute("value") == slider.get_attribute("max")
-            slider.focus()
-            page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
-            page.wait_for_function("([el, s]) => el.getAttribute('data-state') !== s",
-                                   arg=[fig.element_handle(), before_state])
-            assert fig.locator("svg").inner_html() != before_svg, "slider moved but the figure did not change"
+        for fig in page.locator(FIGURE).all():
+            before = drawn_chart(page, fig)
+            name = move_first_input(page, fig)
+            page.wait_for_function(
+                "([el, b]) => el.querySelector('.slm-vega-view svg.marks')"
+                ".innerHTML !== b", arg=[fig.element_handle(), before], timeout=10000)
+            after = drawn_chart(page, fig)
+            assert after != before, f"moved {name!r}: the chart did not change"
+        assert visit.external == [], f"requests that would leave: {visit.external}"
         assert visit.errors == [], f"console errors: {visit.errors}"
     finally:
         visit.close()

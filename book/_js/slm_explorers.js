@@ -16,6 +16,7 @@
     ["epsilon", "epsilon", 0, 0.1, 0.001, 0], ["eta", "eta", 0, 0.1, 0.001, 0],
     ["repetition_penalty", "repetition penalty", 0.5, 2, 0.05, 1]];
   var LINE = 160;  // characters per Sample / Continue
+  var DATASET = { truncation: "logits", step: "top" };  // what each chart draws (shakespeare_lm.live)
 
   function el(tag, attrs, parent, text) {
     var e = document.createElement(tag);
@@ -33,8 +34,10 @@
       document.head.appendChild(s);
     });
   }
+  // the model, its charts (Vega-Lite specs, live/charts.js) and Vega to draw them
   var runtime = (window.slm ? Promise.resolve() : loadScript(BASE + "slm_runtime.js"))
-    .then(function () { return window.slm.loadScript("kernelfree.js"); })
+    .then(function () { return window.slmVega ? null : loadScript(BASE + "slm_vega.js"); })
+    .then(function () { return Promise.all([window.slm.loadScript("charts.js"), window.slmVega.ready]); })
     .then(function () { return window.slm.ready; });
 
   /* The frame every explorer shares: context box, controls, buttons, status, view, output. */
@@ -53,6 +56,7 @@
     ui.status = el("span", { class: "slm-status", style: "font-family:monospace;color:#555" }, buttons,
                    "loading the model into the page\u2026");
     ui.view = el("div", { class: "slm-view" }, root);
+    ui.chartBox = el("div", { class: "slm-chart" }, ui.view);
     ui.output = el("pre", { class: "slm-output", style: "white-space:pre-wrap;min-height:2.5em;" +
       "background:#f7f7f7;padding:.4em;font-size:13px" }, root);
     return ui;
@@ -87,19 +91,27 @@
     el("span", { class: "slm-new", style: "font-weight:bold;background:#e3f0ff" }, ui.output, added);
     if (extra) ui.output.appendChild(extra);
   }
-  function chart(ui, spec, height) {
-    var svg = ui.svg || (ui.svg = document.createElementNS("http://www.w3.org/2000/svg", "svg"));
-    svg.setAttribute("viewBox", "0 0 900 " + height);
-    svg.setAttribute("width", "100%");
-    if (!svg.parentNode) ui.view.appendChild(svg);
-    window.KernelFree.draw(svg, spec, 900, height);
+  /* Draw `rows` in the explorer's chart (a Vega-Lite spec made in Python, shakespeare_lm.live)
+     with its parameters set to `params`; the chart is embedded on first use. */
+  function chart(ui, kind, rows, params) {
+    var spec = window.SLM_ASSETS.charts[kind];
+    if (!ui.chartView) ui.chartView = window.slmVega.embed(ui.chartBox, spec);
+    return ui.chartView.then(function (view) {
+      view.data(DATASET[kind], rows);
+      Object.keys(params).forEach(function (k) { view.signal(k, params[k]); });
+      return view.runAsync();
+    });
+  }
+  function chartDefaults(kind) {  // the parameters' values where each rule is off
+    var out = {};
+    (window.SLM_ASSETS.charts[kind].params || []).forEach(function (p) { out[p.name] = p.value; });
+    return out;
   }
 
   // --- chapter 3: every rule on your context, and continuations under them ----------------
   function truncation(ui) {
     var inputs = {}, text = "";
     RULE_INPUTS.forEach(function (r) { inputs[r[0]] = slider(ui, r); });
-    ui.caption = el("div", { style: "font-family:monospace;font-size:12px" }, ui.view);
     function redraw() {
       var context = ui.context.value + text, s;
       try { s = window.slm.checkSettings(settingsOf(inputs)); } catch (e) { return fail(ui, e); }
@@ -108,12 +120,13 @@
           var logits = probs.map(Math.log);
           var history = window.slm.tokenize(m, context).slice(-m.config.block_size);
           if (s.repetition_penalty !== null) logits = window.slm.repetitionPenalty(logits, history, s.repetition_penalty);
-          var data = { chars: m.chars.split(""), labels: m.chars.split("").map(label), contexts: [{ text: context, logits: logits }] };
-          var values = Object.assign({ context: 0 }, s);
-          var spec = window.RulesExplorer.render(values, data);
-          chart(ui, spec, 300);
-          ui.caption.textContent = spec.caption;
-          ui.root.setAttribute("data-state", JSON.stringify(values));
+          var rows = logits.map(function (l, i) { return { ctx: 0, id: i, ch: label(m.chars[i]), logit: l }; });
+          var params = chartDefaults("truncation");
+          Object.keys(params).forEach(function (k) { if (s[k] !== null && s[k] !== undefined) params[k] = s[k]; });
+          params.title = "next character after \u2026" + JSON.stringify(context.slice(-24)).slice(1, -1);
+          return chart(ui, "truncation", rows, params).then(function () {
+            ui.root.setAttribute("data-state", JSON.stringify(params));
+          });
         });
       }).catch(function (e) { fail(ui, e); });
     }
@@ -179,11 +192,10 @@
             var logits = rows[rows.length - 1], raw = window.slm.softmax(logits);
             var probs = window.slm.shaped(logits, state.ids, s), id = window.slm.draw(probs, state.random);
             var top = raw.map(function (p, i) { return i; }).sort(function (a, b) { return raw[b] - raw[a] || a - b; }).slice(0, 20);
-            chart(ui, { title: "next character: drew " + JSON.stringify(m.chars[id]) + " (p = " + probs[id].toFixed(3) + ")",
-              ylabel: "probability", categories: top.map(function (i) { return label(m.chars[i]); }),
-              category_colors: top.map(function (i) { return i === id ? "#d62728" : "#222"; }),
-              bars: [{ name: "model", y: top.map(function (i) { return raw[i]; }),
-                       colors: top.map(function (i) { return i === id ? "#d62728" : "#1f77b4"; }) }] }, 240);
+            chart(ui, "step", top.map(function (i, rank) {
+              return { rank: rank, ch: label(m.chars[i]), p: raw[i], drawn: i === id };
+            }), { title: "next character: drew " + JSON.stringify(m.chars[id]) + " (p = " + probs[id].toFixed(3) +
+                         "; the model's 20 most probable shown)" });
             var before = ui.context.value + state.text;
             state.ids.push(id);
             state.text += m.chars[id];

@@ -22,8 +22,8 @@ The package has one module per job, and this module re-exports their public name
 
 - ``roofline.analytic``: the formulas (``Hardware``, ``ModelSpec``, presets, pass costs);
 - ``roofline.measure``: probes of this machine and timings of our model;
-- ``roofline.charts``: figure specs for the static site, with ``ROOFLINE_JS``, the
-  JavaScript copy of the formulas.
+- ``roofline.charts``: figure specs for the static site, with ``RooflineChart``, the
+  Vega-Lite copy of the formulas.
 """
 
 
@@ -31,7 +31,7 @@ from .analytic import (HARDWARE, MODELS, Hardware, ModelSpec, PassCost, answer_s
                        attainable_flops, count_params, decode_cost, decode_tokens_per_s,
                        knee_batch, kv_cache_bytes, max_batch_for_memory, pass_bytes, pass_cost,
                        pass_flops, prefill_cost, throughput_knee, time_to_first_token)
-from .charts import (EXPLORER_MODELS, EXPLORER_SLIDERS, ROOFLINE_JS, explorer_chart,
+from .charts import (EXPLORER_MODELS, EXPLORER_SLIDERS, RooflineChart, explorer_chart,
                      explorer_setting, prefill_decode_chart, prefill_decode_figure,
                      roofline_chart, roofline_explorer)
 from .measure import (measure_bandwidth, measure_hardware, measure_matmul_flops,
@@ -42,7 +42,7 @@ __all__ = [
     "attainable_flops", "count_params", "decode_cost", "decode_tokens_per_s", "knee_batch",
     "kv_cache_bytes", "max_batch_for_memory", "pass_bytes", "pass_cost", "pass_flops",
     "prefill_cost", "throughput_knee", "time_to_first_token",
-    "EXPLORER_MODELS", "EXPLORER_SLIDERS", "ROOFLINE_JS", "explorer_chart", "explorer_setting",
+    "EXPLORER_MODELS", "EXPLORER_SLIDERS", "RooflineChart", "explorer_chart", "explorer_setting",
     "prefill_decode_chart", "prefill_decode_figure", "roofline_chart", "roofline_explorer",
     "measure_bandwidth", "measure_hardware", "measure_matmul_flops", "measure_model_costs",
 ]

@@ -1,10 +1,14 @@
-"""Figure specs for the static site: the roofline chart, the prefill/decode step chart and
-the kernel-free roofline explorer, whose ``ROOFLINE_JS`` is a JavaScript copy of the
-formulas of ``roofline.analytic`` (tests/test_roofline.py checks the two agree in node)."""
+"""Figure specs for the static site: the roofline chart, the prefill/decode step chart
+and the kernel-free roofline explorer, whose ``RooflineChart`` computes the formulas of
+``roofline.analytic`` in Vega-Lite (tests/test_roofline.py checks that the two agree, in
+node)."""
 
 from __future__ import annotations
 
-from ..figures import Slider, SliderFigure
+import json
+
+from .. import chartspec, style
+from ..figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title
 from .analytic import (HARDWARE, MODELS, Hardware, ModelSpec, attainable_flops, decode_cost,
                        prefill_cost)
 
@@ -55,42 +59,118 @@ def explorer_setting(model: str, bytes_per_weight: float, bandwidth_gbs: float,
 
 def explorer_chart(model: str = "7b", bytes_per_weight: float = 2, prompt_len: int = 1000,
                    batch: int = 1, bandwidth_gbs: float = 2000, peak_tflops: float = 500) -> dict:
-    """``roofline_chart`` for one setting of the explorer's sliders (see ``ROOFLINE_JS``)."""
+    """``roofline_chart`` for one setting of the explorer's sliders (``RooflineChart``)."""
     spec, hw = explorer_setting(model, bytes_per_weight, bandwidth_gbs, peak_tflops)
     return roofline_chart(spec, hw, prompt_len, batch)
 
 
-# The same chart in JavaScript, for the static page: tests/test_roofline.py checks it
-# against ``explorer_chart`` in node.
-ROOFLINE_JS = r"""
-var m = data.models[values.model], bpw = values.bytes_per_weight;
-var peak = values.peak_tflops * 1e12, bw = values.bandwidth_gbs * 1e9;
-var P = values.prompt_len, B = values.batch;
-var kvPerToken = 2 * m.n_layer * (m.d_model / m.n_head * m.n_kv_heads) * bpw;
-function cost(tokens, context) {
-  var pairs = tokens * context + tokens * (tokens + 1) / 2;
-  var flops = 2 * m.n_params * tokens * B + 4 * m.n_layer * m.d_model * pairs * B;
-  var bytes = m.n_params * bpw + kvPerToken * (context + tokens) * B;
-  var c = flops / peak, mem = bytes / bw, s = Math.max(c, mem);
-  return {flops: flops, bytes: bytes, seconds: s, intensity: flops / bytes,
-          bound: c > mem ? "compute" : "memory"};
-}
-function f(x) { return String(+x.toPrecision(3)); }  // 3 significant digits
-var pre = cost(P, 0), dec = cost(1, P), ridge = peak / bw;
-return {
-  title: m.name + " on " + f(values.bandwidth_gbs) + " GB/s, " + f(values.peak_tflops) + " TFLOP/s",
-  xlabel: "arithmetic intensity (FLOP per byte)", ylabel: "FLOP/s", xlog: true, ylog: true,
-  lines: [{x: data.intensities, y: data.intensities.map(function (x) { return Math.min(peak, x * bw); }),
-           name: "roofline", color: "#444"}],
-  points: [{x: pre.intensity, y: pre.flops / pre.seconds, label: "prefill", color: "#1f77b4"},
-           {x: dec.intensity, y: dec.flops / dec.seconds, label: "decode", color: "#d62728"}],
-  vlines: [{x: ridge, label: "ridge"}],
-  caption: "prefill " + B + " x " + P + " tokens: " + f(pre.seconds * 1e3) + " ms, " + pre.bound +
-    "-bound at " + f(pre.intensity) + " FLOP/byte\ndecode step at context " + P + ": " +
-    f(dec.seconds * 1e3) + " ms, " + dec.bound + "-bound at " + f(dec.intensity) +
-    " FLOP/byte, " + f(B / dec.seconds) + " tokens/s\nridge point " + f(ridge) + " FLOP/byte"
-};
-"""
+# The same chart in Vega-Lite, computed in the page from the sliders:
+# tests/test_roofline.py runs it in node (vega) and checks it against explorer_chart.
+def _calc(expr: str, as_: str) -> dict:
+    return {"calculate": expr, "as": as_}
+
+
+def _cost_transforms(name: str, tokens: str, context: str, v: dict) -> list[dict]:
+    """``{name}_flops``, ``_bytes``, ``_s``, ``_x`` (intensity), ``_y`` (FLOP/s),
+    ``_bound``: a pass of ``tokens`` new tokens over ``context`` cached ones for the
+    model row (``prefill_cost`` and ``decode_cost`` of ``roofline.analytic``)."""
+    b, bpw = f"({v['batch']})", f"({v['bytes_per_weight']})"
+    t, c = f"({tokens})", f"({context})"
+    pairs = f"{t} * {c} + {t} * ({t} + 1) / 2"
+    head_dim = "datum.d_model / datum.n_head"
+    kv = f"2 * datum.n_layer * ({head_dim} * datum.n_kv_heads) * {bpw}"
+    flops, bytes_ = f"datum.{name}_flops", f"datum.{name}_bytes"
+    compute, memory = f"{flops} / datum.peak", f"{bytes_} / datum.bw"
+    return [
+        _calc(f"2 * datum.n_params * {t} * {b} + "
+              f"4 * datum.n_layer * datum.d_model * ({pairs}) * {b}", f"{name}_flops"),
+        _calc(f"datum.n_params * {bpw} + {kv} * ({c} + {t}) * {b}", f"{name}_bytes"),
+        _calc(f"max({compute}, {memory})", f"{name}_s"),
+        _calc(f"{compute} > {memory} ? 'compute' : 'memory'", f"{name}_bound"),
+        _calc(f"{flops} / {bytes_}", f"{name}_x"),
+        _calc(f"{flops} / datum.{name}_s", f"{name}_y"),
+    ]
+
+
+def _f(expr: str) -> str:
+    """3 significant digits, as ``_fmt`` writes them but without an exponent."""
+    return f"format({expr}, '.3~r')"
+
+
+class RooflineChart:
+    """The roofline explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the
+    model's row of the ``models`` dataset and the sliders give both passes' points."""
+
+    def transforms(self, v: dict) -> list[dict]:
+        """The chosen model's row -> both passes, the ridge point and the caption."""
+        p, batch = f"({v['prompt_len']})", f"({v['batch']})"
+        prefill = (f"'prefill ' + {batch} + ' x ' + {p} + ' tokens: ' + "
+                   f"{_f('datum.pre_s * 1e3')} + ' ms, ' + datum.pre_bound + "
+                   f"'-bound at ' + {_f('datum.pre_x')} + ' FLOP/byte'")
+        decode = (f"'decode step at context ' + {p} + ': ' + "
+                  f"{_f('datum.dec_s * 1e3')} + ' ms, ' + datum.dec_bound + "
+                  f"'-bound at ' + {_f('datum.dec_x')} + ' FLOP/byte,'")
+        ridge = (f"'  ' + {_f(f'{batch} / datum.dec_s')} + ' tokens/s; ridge point ' + "
+                 f"{_f('datum.ridge')} + ' FLOP/byte'")
+        return ([{"filter": f"datum.key == ({v['model']})"},
+                 _calc(f"({v['peak_tflops']}) * 1e12", "peak"),
+                 _calc(f"({v['bandwidth_gbs']}) * 1e9", "bw"),
+                 _calc("datum.peak / datum.bw", "ridge")]
+                + _cost_transforms("pre", p, "0", v)
+                + _cost_transforms("dec", "1", p, v)
+                + [_calc(f"[{prefill}, {decode}, {ridge}]", "caption")])
+
+    @staticmethod
+    def title(v: dict) -> dict:
+        """The model's name and the hardware, from the sliders."""
+        keys = json.dumps(list(EXPLORER_MODELS))
+        names = json.dumps([MODELS[k].name for k in EXPLORER_MODELS])
+        return {"expr": f"{names}[indexof({keys}, {v['model']})] + ' on ' + "
+                        f"{_f(v['bandwidth_gbs'])} + ' GB/s, ' + "
+                        f"{_f(v['peak_tflops'])} + ' TFLOP/s'"}
+
+    @staticmethod
+    def encodings() -> dict:
+        import altair as alt
+
+        return {"x": alt.X("x:Q", title="arithmetic intensity (FLOP per byte)",
+                           scale=alt.Scale(type="log"),
+                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
+                "y": alt.Y("y:Q", title="FLOP/s", scale=alt.Scale(type="log"),
+                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
+                "color": alt.Color("what:N", title=None, scale=alt.Scale(
+                    domain=["roofline", "prefill", "decode"],
+                    range=[style.INK, style.PALETTE[0], style.PALETTE[3]]))}
+
+    def __call__(self, v: dict, width: int, height: int):
+        import altair as alt
+
+        xy = self.encodings()
+        peak, bandwidth = f"({v['peak_tflops']}) * 1e12", f"({v['bandwidth_gbs']}) * 1e9"
+        roof = alt.Chart(alt.NamedData(name="intensities")).transform_calculate(
+            y=f"min({peak}, datum.x * {bandwidth})", what="'roofline'"
+        ).mark_line().encode(**xy)
+        row = alt.Chart(alt.NamedData(name="models"), transform=self.transforms(v))
+        tip = [alt.Tooltip("what:N", title="pass"), alt.Tooltip("x:Q", format=".3~g"),
+               alt.Tooltip("y:Q", format=".3~g")]
+        grey = style.GREY
+        layers = [roof, row.mark_rule(strokeDash=[5, 4], color=grey).encode(x="ridge:Q"),
+                  row.mark_text(align="left", baseline="top", dx=4, y=4, color=grey,
+                                text="ridge").encode(x="ridge:Q")]
+        for key, name in (("pre", "prefill"), ("dec", "decode")):
+            point = row.transform_calculate(x=f"datum.{key}_x", y=f"datum.{key}_y",
+                                            what=f"'{name}'")
+            layers += [point.mark_circle(size=110, opacity=1).encode(**xy, tooltip=tip),
+                       point.mark_text(align="left", dx=9, dy=-9, fontWeight="bold")
+                       .encode(**xy, text="what:N")]
+        main = alt.layer(*layers).properties(width=width, height=height,
+                                             title=frame_title(self.title(v)))
+        caption = (row.mark_text(align="left", baseline="top", font=style.MONOSPACE,
+                                 lineHeight=CAPTION_LINE_PX)
+                   .encode(x=alt.value(0), y=alt.value(2), text="caption:N")
+                   .properties(width=width, height=3 * CAPTION_LINE_PX + 4))
+        return [main, caption]
+
 
 EXPLORER_SLIDERS = {
     "model": (EXPLORER_MODELS, "7b"),
@@ -104,21 +184,21 @@ EXPLORER_SLIDERS = {
 
 def roofline_explorer():
     """A kernel-free ``figures.SliderFigure``: the roofline and the prefill and decode
-    operating points for a model, bytes per weight, prompt length, batch, bandwidth, FLOP/s."""
+    operating points for a model, bytes per weight, prompt length, batch, bandwidth and
+    FLOP/s."""
     labels = {"model": "model", "bytes_per_weight": "bytes per weight",
               "prompt_len": "prompt length", "batch": "batch size",
               "bandwidth_gbs": "bandwidth (GB/s)", "peak_tflops": "peak TFLOP/s"}
     sliders = [Slider(name, values, value, labels[name],
                       fmt=(lambda k: MODELS[k].name) if name == "model" else str)
                for name, (values, value) in EXPLORER_SLIDERS.items()]
-    models = {k: {"name": MODELS[k].name, "n_params": MODELS[k].n_params,
-                  "n_layer": MODELS[k].n_layer, "d_model": MODELS[k].d_model,
-                  "n_head": MODELS[k].n_head,
-                  "n_kv_heads": MODELS[k].n_kv_heads or MODELS[k].n_head}
-              for k in EXPLORER_MODELS}
-    return SliderFigure(sliders, render_js=ROOFLINE_JS,
-                        data={"models": models, "intensities": _INTENSITIES},
-                        width=720, height=380)
+    models = [{"key": k, "name": m.name, "n_params": m.n_params, "n_layer": m.n_layer,
+               "d_model": m.d_model, "n_head": m.n_head,
+               "n_kv_heads": m.n_kv_heads or m.n_head}
+              for k, m in ((k, MODELS[k]) for k in EXPLORER_MODELS)]
+    intensities = [{"x": x} for x in _INTENSITIES]
+    return SliderFigure(sliders, vega=RooflineChart(), height=400,
+                        data={"models": models, "intensities": intensities})
 
 
 def prefill_decode_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,

@@ -1,10 +1,10 @@
-/* The decoding rules of shakespeare_lm.rules, in JavaScript, for the kernel-free explorer of
-   chapter 3. Same semantics, same order, same float64 thresholds and TOL; tests/test_rules_js.py
-   runs this file in node and checks it against the Python on the same logits.
+/* The decoding rules of shakespeare_lm.rules, in JavaScript, for the live model on the book's
+   site (book/_js/slm_runtime.js samples with them). Same semantics, same order, same float64
+   thresholds and TOL; tests/test_rules_js.py runs this file in node and checks it against the
+   Python on the same logits. (The kernel-free explorer computes the same rules in Vega-Lite,
+   shakespeare_lm/rules_vega.py.)
 
-   Browser: shakespeare_lm.explorer passes this file, followed by
-   "return RulesExplorer.render(values, data);", as a SliderFigure's render_js.
-   Node: require() it; it exports RulesExplorer. */
+   Browser: a classic script, it defines window.RulesExplorer. Node: require() it. */
 var RulesExplorer = (function () {
   "use strict";
   var TOL = 1e-12;  // rules.TOL: within TOL of a threshold counts as reaching it
@@ -130,42 +130,9 @@ var RulesExplorer = (function () {
     return probs(out);
   }
 
-  // the chart spec for SliderFigure: raw probability as an outline, what survives as solid
-  // bars, trimmed characters greyed; bars in order of raw probability
-  function render(values, data) {
-    var ctx = data.contexts[values.context];
-    var settings = {};
-    ORDER.forEach(function (name) { settings[name] = values[name] === undefined ? null : values[name]; });
-    var raw = probs(ctx.logits), final = surviving(ctx.logits, settings);
-    var ids = order(ctx.logits, true);
-    var kept = 0, keptRawMass = 0, best = 0;
-    ids.forEach(function (i) {
-      if (final[i] > 0) { kept++; keptRawMass += raw[i]; }
-      if (final[i] > final[best]) best = i;
-    });
-    var finalLogits = final.map(function (p) { return p > 0 ? Math.log(p) : -Infinity; });
-    var grey = "#bbbbbb", blue = "#1f77b4";
-    return {
-      title: "next character after \u2026" + JSON.stringify(ctx.text.slice(-24)).slice(1, -1),
-      ylabel: "probability",
-      categories: ids.map(function (i) { return data.labels[i]; }),
-      category_colors: ids.map(function (i) { return final[i] > 0 ? "#222" : grey; }),
-      bars: [
-        { name: "after the rules (renormalised)", y: ids.map(function (i) { return final[i]; }),
-          color: blue, opacity: 0.85 },
-        { name: "model, raw", y: ids.map(function (i) { return raw[i]; }), color: "#333", fill: false,
-          colors: ids.map(function (i) { return final[i] > 0 ? "#333" : grey; }) }
-      ],
-      caption: "kept " + kept + " of " + raw.length + " characters, holding " +
-        (100 * keptRawMass).toFixed(1) + "% of the raw probability; entropy " +
-        entropyBits(finalLogits).toFixed(2) + " bits (raw " + entropyBits(ctx.logits).toFixed(2) +
-        "); most likely now " + JSON.stringify(data.chars[best]) + " at " + final[best].toFixed(3)
-    };
-  }
-
   return { TOL: TOL, ORDER: ORDER, logSoftmax: logSoftmax, entropyBits: entropyBits,
            temperature: temperature, top_k: topK, top_p: topP, min_p: minP, typical_p: typical,
            epsilon: epsilon, eta: eta, eta_threshold: etaThreshold, compose: compose,
-           surviving: surviving, render: render };
+           surviving: surviving };
 })();
 if (typeof module !== "undefined" && module.exports) module.exports = RulesExplorer;
