@@ -34,7 +34,8 @@ def native_env(cache_dir: Path) -> dict[str, str]:
     """The environment without the pinned set: native kernels, MKL's automatic branch. One
     thread, because the check runs beside the rest of the suite on the second core."""
     env = {k: v for k, v in os.environ.items() if k not in pinned_numerics()}
-    env.update(OMP_NUM_THREADS="1", SLM_CACHE_DIR=str(cache_dir))
+    # SLM_PROGRESS is in numerics.env but is not numerics: bars would add outputs
+    env.update(OMP_NUM_THREADS="1", SLM_CACHE_DIR=str(cache_dir), SLM_PROGRESS="0")
     return env
 
 
