@@ -34,7 +34,8 @@ def native_env(cache_dir: Path) -> dict[str, str]:
     """The environment without the pinned set: native kernels, MKL's automatic branch. One
     thread, because the check runs beside the rest of the suite on the second core."""
     env = {k: v for k, v in os.environ.items() if k not in pinned_numerics()}
-    env.update(OMP_NUM_THREADS="1", SLM_CACHE_DIR=str(cache_dir))
+    # SLM_PROGRESS is in numerics.env but is not numerics: bars would add outputs
+    env.update(OMP_NUM_THREADS="1", SLM_CACHE_DIR=str(cache_dir), SLM_PROGRESS="0")
     return env
 
 
@@ -56,6 +57,22 @@ def test_numbers_agree_up_to_one_unit_in_the_last_shown_digit():
     assert "more than one unit" in numbers_agree("0.5322336554527283", "0.5322335362434387")
     assert "more than one unit" in numbers_agree("4.3e-06", "4.5e-06")
     assert "text differs" in numbers_agree("drew 'h'", "drew 'o'")
+
+
+def test_compare_skips_inline_values_of_prose_tagged_as_varying():
+    from shakespeare_lm.outputs import compare_cells
+
+    def prose(value, tags=()):
+        result = {"status": "ok", "data": {"text/plain": value}, "metadata": {}}
+        return {"cell_type": "markdown", "source": "{eval}`glued.x`",
+                "metadata": {"tags": list(tags),
+                             "user_expressions": [{"expression": "glued.x",
+                                                   "result": result}]}}
+
+    stored, fresh = {"cells": [prose("26.8")]}, {"cells": [prose("31.2")]}
+    assert "more than one unit" in compare_cells(stored, fresh)[0].why
+    stored["cells"][0] = prose("26.8", [IGNORE_TAG])
+    assert compare_cells(stored, fresh) == []
 
 
 def test_every_opted_out_cell_says_why_and_uses_the_tag():
