@@ -16,7 +16,7 @@ This module gives chapter 8 such a vocabulary, with the real ``tokenizers`` libr
   the unigram (Jelinek and Mercer 1980; the weight is chosen on held-out text). It gives
   the probability of one token path, or of a string over all its tokenizations.
 * :func:`prefix_mask` and :func:`healing_mask` are the vocabulary masks of a constrained
-  decoder (Willard and Louf 2023) and of token healing (Lundberg 2023).
+  decoder (Willard and Louf 2023) and of token healing (Lundberg and Ribeiro 2023).
 """
 
 from __future__ import annotations
@@ -171,6 +171,16 @@ def count_tokenizations(data: bytes | str, vocab: Sequence[bytes]) -> int:
     return ways[-1]
 
 
+def tokenizations(data: bytes | str, vocab: Sequence[bytes]) -> list[tuple[int, ...]]:
+    """Every token sequence that spells ``data`` (there are ``count_tokenizations`` of
+    them, which grows exponentially with the length: keep ``data`` short)."""
+    data = data.encode() if isinstance(data, str) else data
+    found: list[list[tuple[int, ...]]] = [[()]]  # found[j]: the tokenizations of data[:j]
+    for ending in spans(data, vocab)[1:]:
+        found.append([p + (t,) for i, t in ending for p in found[i]])
+    return found[-1]
+
+
 def prefix_mask(vocab: Sequence[bytes], targets: Sequence[bytes | str],
                 emitted: bytes = b"") -> np.ndarray:
     """(V,) bool: the tokens after which the output (``emitted`` + token) is still a
@@ -267,3 +277,44 @@ class BigramModel:
                     here[t] = here.get(t, 0.0) + a * float(self.prob(last, t))
             alpha.append(here)
         return float(np.log(sum(alpha[-1].values())))
+
+
+# --- constrained decoding over tokens ------------------------------------------------
+def masked_paths(model: BigramModel, prev: int, targets: Sequence[bytes | str],
+                 vocab: Sequence[bytes]) -> list[tuple[bytes, tuple[int, ...], float]]:
+    """Every token path by which a masked decoder can spell one of ``targets`` after
+    token ``prev``, with the probability that sampling gives it when each step masks the
+    tokens :func:`prefix_mask` forbids and renormalises the rest: (target, path, prob),
+    in the order of ``targets``. The targets must be prefix-free (no target is the start
+    of another), so a path ends where its target does."""
+    goals = [t.encode() if isinstance(t, str) else t for t in targets]
+    for a in goals:
+        if any(b != a and b.startswith(a) for b in goals):
+            raise ValueError(f"targets must be prefix-free, but {a!r} starts another "
+                             "target; end each with a delimiter such as ':'")
+    useful = [i for i, b in enumerate(vocab) if b and any(b in g for g in goals)]
+    done, stack = [], [(b"", prev, 1.0, ())]
+    while stack:
+        emitted, last, prob, path = stack.pop()
+        if emitted in goals:
+            done.append((emitted, path, prob))
+            continue
+        allowed = np.array([i for i in useful
+                            if any(g.startswith(emitted + vocab[i]) for g in goals)])
+        p = model.prob(np.full(len(allowed), last), allowed)
+        stack += [(emitted + vocab[i], int(i), prob * q, path + (int(i),))
+                  for i, q in zip(allowed, p / p.sum())]
+    return sorted(done, key=lambda d: (goals.index(d[0]), d[1]))
+
+
+def masked_greedy(model: BigramModel, prev: int, targets: Sequence[bytes | str],
+                  vocab: Sequence[bytes]) -> tuple[int, ...]:
+    """The path a greedy masked decoder takes: the most probable allowed token, each
+    step, until the output is one of ``targets``."""
+    paths = masked_paths(model, prev, targets, vocab)
+    path: tuple[int, ...] = ()
+    while not any(p == path for _, p, _ in paths):
+        steps = {p[len(path)]: 0.0 for _, p, _ in paths if p[: len(path)] == path}
+        probs = model.prob(np.full(len(steps), path[-1] if path else prev), list(steps))
+        path += (list(steps)[int(np.argmax(probs))],)
+    return path

@@ -98,6 +98,7 @@ def test_count_and_marginal_agree_with_enumeration(seed):
     data = bytes(rng.choice(list(b"abc"), size=7).tolist())
     paths = brute_force_tokenizations(data, vocab)
     assert sw.count_tokenizations(data, vocab) == len(paths)
+    assert sorted(sw.tokenizations(data, vocab)) == sorted(map(tuple, paths))
     ids = rng.integers(0, len(vocab), size=200)
     model = sw.BigramModel.fit(ids, ids[:50], len(vocab))
     assert paths  # every single byte is a token
@@ -137,3 +138,38 @@ def test_masks_allow_prefixes_of_targets_and_extensions_of_a_prefix():
     assert [vocab[i] for i in np.flatnonzero(after)] == [b"LET"]
     healed = sw.healing_mask(vocab, "HA")
     assert [vocab[i] for i in np.flatnonzero(healed)] == [b"HA", b"HAM", b"HAMLET"]
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_masked_paths_are_every_tokenization_with_the_masked_sampling_probability(seed):
+    rng = np.random.default_rng(seed)
+    vocab = [b"H", b"A", b"M", b"L", b"E", b"T", b":", b"I", b"G", b"O", b"HAM", b"LET",
+             b"HAMLET", b"IA", b"GO", b"IAGO", b"ET:"]
+    targets = ["HAMLET:", "IAGO:"]
+    ids = rng.integers(0, len(vocab), size=300)
+    model = sw.BigramModel.fit(ids, ids[:60], len(vocab))
+    paths = sw.masked_paths(model, 0, targets, vocab)
+    assert sum(p for _, _, p in paths) == pytest.approx(1.0, abs=1e-12)
+    for t in targets:
+        found = sorted(p for g, p, _ in paths if g == t.encode())
+        assert found == sorted(map(tuple, brute_force_tokenizations(t.encode(), vocab)))
+    # one path by hand: mask, renormalise, multiply, step by step
+    path, prob, emitted, last = paths[0][1], 1.0, b"", 0
+    for i in path:
+        allowed = sw.prefix_mask(vocab, targets, emitted)
+        p = model.next_probs(last) * allowed
+        prob, emitted, last = prob * p[i] / p.sum(), emitted + vocab[i], i
+    assert paths[0][2] == pytest.approx(prob, rel=1e-12)
+    greedy, emitted, last = [], b"", 0
+    while emitted not in (b"HAMLET:", b"IAGO:"):
+        p = model.next_probs(last) * sw.prefix_mask(vocab, targets, emitted)
+        last = int(np.argmax(p))
+        greedy.append(last)
+        emitted += vocab[last]
+    assert sw.masked_greedy(model, 0, targets, vocab) == tuple(greedy)
+
+
+def test_targets_that_start_one_another_are_refused():
+    model = sw.BigramModel.fit(np.array([0, 1, 0, 1]), np.array([1, 0]), 2)
+    with pytest.raises(ValueError, match="prefix-free, but b'A' starts another"):
+        sw.masked_paths(model, 0, ["A", "AB"], [b"A", b"B"])
