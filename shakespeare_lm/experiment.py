@@ -15,11 +15,17 @@ exactly the windows in which ``metrics.char_logprobs`` scores a long text; the
 per-character log-probabilities that generation returns are therefore the scores of the
 text under the untruncated model.
 
-Cache: results go to ``cache/quality_likelihood-<key>.npz`` (git-ignored), ``<key>`` a hash
-of the model's weights (sha256 of its tensors), the prompts, the settings, the length and
-the seed. A re-run with the same key loads the file; ``force=True`` (or deleting the file,
-or ``python -m shakespeare_lm.experiment --force``) regenerates. Sampling is seeded per
-setting, so a regenerated file holds exactly the same texts and numbers.
+Results on disk: ``quality_likelihood-<key>.npz``, ``<key>`` a hash of the model's weights
+(sha256 of its tensors), the prompts, the settings, the length and the seed. They are looked
+up first in ``data/quality_likelihood/`` (committed: the book's runs, ``BOOK_RUNS``, for the
+shipped weights, so a fresh clone does not regenerate them), then in ``cache/``
+(git-ignored, where every other run is saved). A committed file is validated when it is
+loaded (its recorded key, labels, shapes, reference texts and log-probabilities) and a file
+that fails is an error, never silently used. ``force=True`` (or ``python -m
+shakespeare_lm.experiment --force``) regenerates into ``cache/``; ``python -m
+shakespeare_lm.experiment --data`` regenerates the committed files (after retraining).
+Sampling is seeded per setting, so a regenerated file holds exactly the same texts and
+numbers; ``tests/test_experiment.py`` regenerates some settings and compares.
 """
 
 from __future__ import annotations
@@ -47,7 +53,7 @@ from .context_window import window_end, window_start
 from .contrastive import contrastive_search
 from .generate import generate
 from .model import ModelConfig, Transformer
-from .paths import CACHE_DIR
+from .paths import CACHE_DIR, RESULTS_DIR
 from .tokenizer import CharTokenizer
 
 FORMAT_VERSION = 1        # bump when the generation procedure changes: old caches are ignored
@@ -132,6 +138,12 @@ DEFAULT_SETTINGS: tuple[Setting, ...] = (
     *(_s("repetition penalty", r, temperature=0, repetition_penalty=r) for r in (1.2, 1.5)),
     *(_s("contrastive", a, num_candidates=5, alpha=a) for a in (0.3, 0.6)),
 )
+# the runs the book shows, committed under data/quality_likelihood/ for the shipped weights:
+# the chapter's grid, and the temperature of its exercise that is not in the grid
+BOOK_RUNS: dict[str, tuple[Setting, ...]] = {
+    "grid": DEFAULT_SETTINGS,
+    "exercise": (_s("temperature", 0.4, temperature=0.4),),
+}
 
 
 # --- generation past the context window -------------------------------------------------
@@ -282,30 +294,65 @@ def cache_key(weights: str, prompts: Sequence[HeldoutPrompt], settings: Sequence
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:20]
 
 
+def _file_name(key: str) -> str:
+    return f"quality_likelihood-{key}.npz"
+
+
 def _save(path: Path, res: Results) -> None:
     labels = list(res.texts)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.stem + ".tmp.npz")
     np.savez_compressed(
-        tmp, labels=np.array(labels),
+        tmp, labels=np.array(labels), key=np.array(res.key),
         texts=np.array([res.texts[lab] for lab in labels]),
         logprobs=np.array([np.stack(res.logprobs[lab]) for lab in labels], dtype=np.float32),
         seconds=np.array(res.seconds), workers=np.array(res.workers))
     tmp.replace(path)
 
 
-def _load(path: Path, prompts, settings, key) -> Results | None:
+def _problems(f, prompts, settings, key, new_chars: int) -> list[str]:
+    """What is wrong with a results file ``f`` (an open npz) for this run; [] if nothing."""
+    labels = [str(x) for x in f["labels"]]
+    expected = [s.label for s in settings] + [Results.REFERENCE]
+    shape = (len(expected), len(prompts))
+    found_key = str(f["key"]) if "key" in f.files else None
+    checks = [
+        (found_key == key, f"it records the key {found_key!r}, not {key!r}"),
+        (labels == expected, f"its settings are {labels}, not {expected}"),
+        (f["texts"].shape == shape, f"its texts have shape {f['texts'].shape}, not {shape}"),
+        (f["logprobs"].shape == (*shape, new_chars),
+         f"its log-probabilities have shape {f['logprobs'].shape}, not {(*shape, new_chars)}"),
+    ]
+    problems = [why for ok, why in checks if not ok]
+    if problems:
+        return problems
+    lps = f["logprobs"]
+    if not (np.isfinite(lps).all() and (lps <= 0).all()):
+        problems.append("its log-probabilities are not all finite and <= 0")
+    if [str(t) for t in f["texts"][-1]] != [p.reference[:new_chars] for p in prompts]:
+        problems.append("its reference texts are not the prompts' held-out continuations")
+    if any(len(str(t)) != new_chars for t in f["texts"].reshape(-1)):
+        problems.append(f"not every text has {new_chars} characters")
+    return problems
+
+
+def _load(path: Path, prompts, settings, key, new_chars: int, strict: bool) -> Results | None:
+    """The results in ``path``, or None if it is unreadable or is not this run's. With
+    ``strict`` (committed files) a file that fails validation is a ValueError instead."""
     try:
         with np.load(path, allow_pickle=False) as f:
+            problems = _problems(f, prompts, settings, key, new_chars)
             labels = [str(x) for x in f["labels"]]
             texts = {lab: [str(t) for t in row] for lab, row in zip(labels, f["texts"])}
             lps = {lab: list(row) for lab, row in zip(labels, f["logprobs"])}
             seconds, workers = float(f["seconds"]), int(f["workers"])
-    except (OSError, KeyError, ValueError):
-        return None  # unreadable: regenerate
-    expected = [s.label for s in settings] + [Results.REFERENCE]
-    if labels != expected:
-        return None
+    except (OSError, KeyError, ValueError) as e:
+        problems = [f"it cannot be read ({e})"]
+    if problems:
+        if strict:
+            raise ValueError(f"{path} is not the results of this run: {'; '.join(problems)}. "
+                             "Regenerate it with `python -m shakespeare_lm.experiment --data`")
+        return None  # a stale or broken cache file: regenerate
     return Results(list(prompts), list(settings), texts, lps, key, True, seconds, workers, path)
 
 
@@ -371,14 +418,16 @@ def _generate_all(model, tok, settings, contexts, new_chars: int, seed: int, wor
 def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
                    prompts: Sequence[HeldoutPrompt] | None = None, new_chars: int = NEW_CHARS,
                    seed: int = SEED, *, cache_dir: Path | str | None = CACHE_DIR,
-                   force: bool = False, progress: bool = True, workers: int | None = None) -> Results:
+                   results_dir: Path | str | None = RESULTS_DIR, force: bool = False,
+                   progress: bool = True, workers: int | None = None) -> Results:
     """Generate ``new_chars`` characters after every prompt for every setting, batched
-    across prompts, and score the held-out reference; load from the cache when present.
+    across prompts, and score the held-out reference; load saved results when present.
 
-    ``cache_dir=None`` neither reads nor writes a cache; ``force=True`` regenerates and
-    overwrites it. ``progress`` shows a tqdm bar over the settings. ``workers`` processes
-    (default: one per CPU core, at most 2) share the settings, one torch thread each; every
-    setting has its own seed, so the results do not depend on the number of workers.
+    Saved results are looked up in ``results_dir`` (committed, validated strictly), then in
+    ``cache_dir``; ``None`` skips either. A generated run is saved to ``cache_dir``.
+    ``force=True`` regenerates. ``progress`` shows a tqdm bar over the settings. ``workers``
+    processes (default: one per CPU core, at most 2) share the settings, one torch thread
+    each; every setting has its own seed, so the results do not depend on their number.
     """
     prompts = heldout_prompts(new_chars=new_chars) if prompts is None else list(prompts)
     settings = list(settings)
@@ -391,11 +440,14 @@ def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ValueError(f"workers={workers!r} is invalid: workers must be an integer >= 1")
     key = cache_key(weights_sha256(model), prompts, settings, new_chars, seed)
-    path = None if cache_dir is None else Path(cache_dir) / f"quality_likelihood-{key}.npz"
-    if path is not None and path.exists() and not force:
-        loaded = _load(path, prompts, settings, key)
-        if loaded is not None:
-            return loaded
+    path = None if cache_dir is None else Path(cache_dir) / _file_name(key)
+    saved = [] if force else [(Path(d) / _file_name(key), strict) for d, strict in
+                              ((results_dir, True), (cache_dir, False)) if d is not None]
+    for candidate, strict in saved:
+        if candidate.exists():
+            loaded = _load(candidate, prompts, settings, key, new_chars, strict)
+            if loaded is not None:
+                return loaded
 
     t0 = time.perf_counter()
     contexts = [p.prompt for p in prompts]
@@ -413,19 +465,43 @@ def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
     return res
 
 
+def write_book_runs(model, tok, dest: Path | str = RESULTS_DIR, workers: int | None = None,
+                    progress: bool = True) -> list[Path]:
+    """Regenerate every run of ``BOOK_RUNS`` and write it to ``dest`` (the committed
+    results), removing the files there that belong to no current run. Returns the paths."""
+    dest = Path(dest)
+    written = []
+    for settings in BOOK_RUNS.values():
+        res = run_experiment(model, tok, settings, cache_dir=None, results_dir=None,
+                             force=True, progress=progress, workers=workers)
+        path = dest / _file_name(res.key)
+        _save(path, res)
+        written.append(path)
+    for stale in set(dest.glob(_file_name("*"))) - set(written):
+        stale.unlink()
+    return written
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Run the chapter 4 experiment and time it.")
-    parser.add_argument("--force", action="store_true", help="regenerate even if cached")
+    parser.add_argument("--force", action="store_true", help="regenerate even if saved")
+    parser.add_argument("--data", action="store_true",
+                        help="regenerate the book's runs into data/quality_likelihood/ (commit "
+                             "them after retraining the model)")
     parser.add_argument("--workers", type=int, default=None,
                         help="processes to generate in (default: one per core, at most 2)")
     args = parser.parse_args(argv)
     from .corpus import load_train
     from .weights import load_pretrained
     model, tok = load_pretrained()
+    if args.data:
+        for path in write_book_runs(model, tok, workers=args.workers):
+            print(f"wrote {path}")
+        return
     res = run_experiment(model, tok, force=args.force, workers=args.workers)
-    how = "loaded from the cache; generating it took" if res.from_cache else "generated in"
+    how = f"loaded from {res.path}; generating it took" if res.from_cache else "generated in"
     print(f"{len(res.settings)} settings x {len(res.prompts)} prompts x {NEW_CHARS} characters: "
-          f"{how} {res.seconds:.1f} s in {res.workers} process(es)\n{res.path}")
+          f"{how} {res.seconds:.1f} s in {res.workers} process(es)")
     vocab = metrics.vocabulary(load_train())
     for row in res.table(vocab):
         print(f"{row['label']:<24} {row['nats_per_char']:.3f} nats/char  real words "

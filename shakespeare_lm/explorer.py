@@ -76,13 +76,15 @@ def surviving(logits: torch.Tensor, **config) -> torch.Tensor:
 
 def summarize(logits: torch.Tensor, tok, **config) -> dict:
     """For one (V,) distribution under the settings: characters kept, entropy in bits and the
-    five most probable characters with their probabilities."""
+    (at most) five most probable characters that the rules keep, with their probabilities."""
     probs = surviving(logits, **config)
     top = torch.sort(probs, descending=True, stable=True)
+    kept = int((probs > 0).sum())
     entropy = rules.entropy_bits(probs.log()).item()
-    return {"kept": int((probs > 0).sum()), "entropy_bits": round(abs(entropy), 2),
-            "top5": " ".join(f"{tok.chars[i]!r}:{p:.2f}"
-                             for p, i in zip(top.values[:5].tolist(), top.indices[:5].tolist()))}
+    shown = min(5, kept)
+    return {"kept": kept, "entropy_bits": round(abs(entropy), 2),
+            "top5": " ".join(f"{tok.chars[i]!r}:{p:.2f}" for p, i in
+                             zip(top.values[:shown].tolist(), top.indices[:shown].tolist()))}
 
 
 def plot_distribution(ax, logits: torch.Tensor, tok, title: str = "", **config) -> None:
@@ -97,13 +99,13 @@ def plot_distribution(ax, logits: torch.Tensor, tok, title: str = "", **config) 
            label="after the rules (renormalised)")
     ax.bar(x, [raw[i].item() for i in order], width=0.8, fill=False,
            edgecolor=["#bbbbbb" if t else "#333333" for t in trimmed], label="model, raw")
-    ax.set_xticks(list(x), [char_label(tok.chars[i]) for i in order], fontsize=7, family="monospace")
+    ax.set_xticks(list(x), [char_label(tok.chars[i]) for i in order], fontsize=9, family="monospace")
     for label, t in zip(ax.get_xticklabels(), trimmed):
         label.set_color("#bbbbbb" if t else "#222222")
     ax.set_xlim(-0.6, len(order) - 0.4)
     ax.set_ylabel("probability")
     ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper right", fontsize=8, frameon=False)
+    ax.legend(loc="upper right", fontsize=9, frameon=False)
 
 
 # --- kernel-free explorer -------------------------------------------------------------
@@ -243,6 +245,27 @@ def _error_html(e: Exception) -> str:
     return f"<span style='color:#b00'>{html.escape(str(e))}</span>"
 
 
+def tail_html(text: str, added: int = 0, lines: int = 5) -> str:
+    """The end of ``text`` as the live explorer shows it under the context box: its last
+    ``lines`` lines, the last ``added`` characters (what the buttons just generated) in
+    bold blue, newlines as the symbol the chart uses and a line break."""
+    added = min(max(added, 0), len(text))
+    start = len(text)
+    for _ in range(lines):
+        start = text.rfind("\n", 0, start - 1) + 1 if start > 0 else 0
+    start = min(start, len(text) - added)
+    cut = "\u2026" if start > 0 else ""
+
+    def show(part: str) -> str:
+        return html.escape(part).replace("\n", "\u23ce<br>")
+
+    old, new = text[start:len(text) - added], text[len(text) - added:]
+    bold = f"<b style='color:#0072B2'>{show(new)}</b>" if new else ""
+    return ("<div style='font-family:monospace;font-size:13px;line-height:1.35;"
+            "padding:4px 8px;background:#f6f6f6;border-radius:4px;overflow-wrap:anywhere'>"
+            f"{cut}{show(old)}{bold}</div>")
+
+
 class LiveExplorer:
     """The widgets of ``live_explorer`` and their callbacks, bound to one model."""
 
@@ -250,32 +273,35 @@ class LiveExplorer:
         import ipywidgets as w
 
         self.model, self.tok, self.seed, self.line_chars = model, tok, seed, line_chars
-        self.V = len(tok.chars)
+        self.V, self.added, self.extending = len(tok.chars), 0, False
         self.logits_cache: dict[str, torch.Tensor] = {}
-        self.text = w.Textarea(value=context, description="context", rows=4,
-                               style={"description_width": "8em"}, layout=w.Layout(width="56em"))
+        full = w.Layout(width="100%", max_width="960px")
+        self.text = w.Textarea(value=context, description="context", rows=3, layout=full,
+                               style={"description_width": "5em"})
+        # the box does not scroll to new text, so its end is shown under it
+        self.tail = w.HTML(layout=full)
         self.sliders = self._make_sliders(w)
         buttons = [w.Button(description="sample", icon="random"),
-                   w.Button(description="continue the line", layout=w.Layout(width="12em")),
-                   w.Button(description="reset settings")]
+                   w.Button(description="continue the line", layout=w.Layout(width="auto")),
+                   w.Button(description="reset settings", layout=w.Layout(width="auto"))]
         # the chart is a PNG in an Image widget: no captured output, so it renders the same in
-        # JupyterLab, under nbclient/nbval and (as a snapshot) on the static site
-        self.chart, self.status = w.Image(format="png", layout=w.Layout(width="66em")), w.HTML()
-        for s in self.sliders.values():
-            s.observe(self.redraw, names="value")
-        self.text.observe(self.redraw, names="value")
+        # JupyterLab and under nbclient/nbval
+        self.chart = w.Image(format="png", layout=w.Layout(width="100%", max_width="960px"))
+        self.status = w.HTML(layout=full)
+        for sl in self.sliders.values():
+            sl.observe(self.redraw, names="value")
+        self.text.observe(self.edited, names="value")
         buttons[0].on_click(lambda _: self.extend(1, None))
         buttons[1].on_click(lambda _: self.extend(self.line_chars, "\n"))
         buttons[2].on_click(self.reset)
         self.redraw()
-        names = list(self.sliders)
-        self.box = w.VBox([self.text,
-                           w.HBox([w.VBox([self.sliders[n] for n in names[:4]]),
-                                   w.VBox([self.sliders[n] for n in names[4:]])]),
-                           w.HBox(buttons), self.status, self.chart])
+        grid = w.GridBox(list(self.sliders.values()), layout=w.Layout(
+            grid_template_columns="repeat(auto-fill, minmax(21em, 1fr))", max_width="960px"))
+        self.box = w.VBox([self.text, self.tail, grid, w.HBox(buttons), self.status, self.chart],
+                          layout=w.Layout(width="100%", max_width="960px"))
 
     def _make_sliders(self, w) -> dict:
-        style, layout = {"description_width": "8em"}, w.Layout(width="28em")
+        style, layout = {"description_width": "7.5em"}, w.Layout(width="auto")
 
         def fslider(desc, value, lo, hi, step, fmt=".2f"):
             return w.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc,
@@ -301,26 +327,31 @@ class LiveExplorer:
             self.logits_cache = {ctx: next_logits(self.model, self.tok, ctx)}
         return self.logits_cache[ctx]
 
+    def edited(self, _):
+        """The context changed: by a button (``extending``) or by the reader."""
+        if not self.extending:
+            self.added = 0  # the reader's own text: nothing to highlight
+        self.redraw()
+
     def redraw(self, *_):
         import matplotlib.pyplot as plt
 
+        self.tail.value = tail_html(self.text.value, self.added)
         try:
             logits = self.logits_for(self.text.value)
             summary = summarize(logits, self.tok, **self.config())
         except ValueError as e:  # an unknown character, an empty box
             self.status.value = _error_html(e)
             return
-        fig, ax = plt.subplots(figsize=(11, 3.2))
-        plot_distribution(ax, logits, self.tok,
-                          title=f"next character after ...{self.text.value[-30:]!r}",
-                          **self.config())
+        fig, ax = plt.subplots(figsize=(9.6, 3.0), dpi=100)
+        plot_distribution(ax, logits, self.tok, title="next character", **self.config())
         buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=80, bbox_inches="tight")
+        fig.savefig(buffer, format="png", bbox_inches="tight")
         plt.close(fig)
         self.chart.value = buffer.getvalue()
         self.status.value = html.escape(
             f"kept {summary['kept']} of {self.V} characters, entropy "
-            f"{summary['entropy_bits']:.2f} bits; top: {summary['top5']}")
+            f"{summary['entropy_bits']:.2f} bits; most probable kept: {summary['top5']}")
 
     def extend(self, n: int, stop):
         prompt = self.text.value[-(self.model.config.block_size - n):]
@@ -331,7 +362,11 @@ class LiveExplorer:
             self.status.value = _error_html(e)
             return
         self.seed += 1
-        self.text.value += g.text  # triggers redraw for the new context
+        self.added, self.extending = len(g.text), True
+        try:
+            self.text.value += g.text  # triggers edited() and redraw for the new context
+        finally:
+            self.extending = False
 
     def reset(self, *_):
         for name, s in self.sliders.items():

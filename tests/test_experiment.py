@@ -143,3 +143,46 @@ def test_curve_at_interpolates_a_family_between_its_settings():
     assert got[:3] == pytest.approx([1.0, 0.95, 0.9]) and np.isnan(got[3:]).all()
     with pytest.raises(ValueError, match="family='eta' has no rows"):
         E.curve_at(table, "eta", 0.6)
+
+
+# --- results committed under data/quality_likelihood/ ----------------------------------
+def test_committed_results_are_found_first_and_validated(tok, tmp_path):
+    model = make_tiny(block_size=32)
+    run = dict(settings=SETTINGS, prompts=_prompts(), new_chars=40, progress=False, workers=1)
+    fresh = E.run_experiment(model, tok, **run, cache_dir=None, results_dir=None)
+    committed = tmp_path / "committed"
+    E._save(committed / E._file_name(fresh.key), fresh)
+    loaded = E.run_experiment(model, tok, **run, cache_dir=tmp_path / "cache", results_dir=committed)
+    assert loaded.from_cache and loaded.path.parent == committed
+    assert loaded.texts == fresh.texts and not (tmp_path / "cache").exists()
+    # a committed file whose contents are not this run's is an error, not a silent result
+    fresh.texts["greedy"] = [t[:-1] + "#" for t in fresh.texts["greedy"]]
+    fresh.texts[E.Results.REFERENCE] = ["x" * 40] * 3
+    E._save(committed / E._file_name(fresh.key), fresh)
+    with pytest.raises(ValueError, match="reference texts are not the prompts'.*--data"):
+        E.run_experiment(model, tok, **run, cache_dir=None, results_dir=committed)
+    other = E.run_experiment(make_tiny(seed=5, block_size=32), tok, **run, cache_dir=None,
+                             results_dir=None)
+    E._save(committed / E._file_name(fresh.key), other)   # another model's file, renamed
+    with pytest.raises(ValueError, match="records the key"):
+        E.run_experiment(model, tok, **run, cache_dir=None, results_dir=committed)
+
+
+def test_committed_book_runs_match_a_regeneration():
+    """The committed results of the shipped model are what the procedure generates: two
+    settings of the grid (one sampled, one greedy) are regenerated and compared."""
+    import shakespeare_lm as slm
+
+    model, tok = slm.load_pretrained()
+    for settings in E.BOOK_RUNS.values():
+        res = E.run_experiment(model, tok, settings, cache_dir=None, progress=False)
+        assert res.from_cache and res.path.parent == E.RESULTS_DIR, \
+            "no committed results for the shipped weights: python -m shakespeare_lm.experiment --data"
+    grid = E.run_experiment(model, tok, cache_dir=None, progress=False)
+    picked = [grid.setting("top-p 0.9"), grid.setting("greedy")]
+    again = E.run_experiment(model, tok, picked, cache_dir=None, results_dir=None,
+                             progress=False, workers=1)
+    for s in picked:
+        assert again.texts[s.label] == grid.texts[s.label], s.label
+        for a, b in zip(again.logprobs[s.label], grid.logprobs[s.label]):
+            assert np.allclose(a, b, atol=1e-4), s.label

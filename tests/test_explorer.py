@@ -51,10 +51,8 @@ def test_live_explorer_buttons_extend_the_context(model, tok):
     import matplotlib
     matplotlib.use("Agg")
     box = explorer.live_explorer(model, tok, context="KATHARINA:\n", seed=1, line_chars=30)
-    text = box.children[0]
-    sliders = [s for column in box.children[1].children for s in column.children]
-    buttons = box.children[2].children
-    status = box.children[3]
+    text, tail, grid, row, status = box.children[:5]
+    sliders, buttons = grid.children, row.children
     assert [s.description for s in sliders] == ["temperature", "top-k", "top-p", "min-p",
                                                 "typical mass", "epsilon", "eta"]
     assert status.value.startswith("kept 63 of 63 characters")
@@ -68,5 +66,29 @@ def test_live_explorer_buttons_extend_the_context(model, tok):
     buttons[1].click()    # continue the line: up to 30 characters or a newline
     added = text.value[len(before):]
     assert 1 <= len(added) <= 30 and ("\n" not in added[:-1])
+    # the end of the context shows under the box, what the button added in bold
+    assert tail.value == explorer.tail_html(text.value, len(added))
+    assert tail.value.endswith(f"{added.replace(chr(10), chr(0x23ce) + '<br>')}</b></div>")
+    text.value += "I"     # the reader types: nothing is highlighted any more
+    assert tail.value == explorer.tail_html(text.value, 0)
     text.value = "KATHARINA:\n{"   # not in the vocabulary: an error message, no crash
     assert "not in the vocabulary" in status.value
+
+
+def test_top_lists_only_the_characters_the_rules_keep(model, tok):
+    logits = explorer.next_logits(model, tok, explorer.START_OF_WORD)
+    top = explorer.summarize(logits, tok, top_k=2)["top5"]
+    assert top.count(":") == 2 and ":0.00" not in top
+    assert explorer.summarize(logits, tok)["top5"].count(":") == 5
+
+
+@pytest.mark.parametrize("text,added,expected_end", [
+    ("a\nb\nc\nd\ne\nf\ng", 0, "f\u23ce<br>g</div>"),
+    ("KATHARINA:\nMoved", 3, "<b style='color:#0072B2'>ved</b></div>"),
+])
+def test_tail_html_shows_the_last_lines_and_the_new_text(text, added, expected_end):
+    shown = explorer.tail_html(text, added, lines=3)
+    assert shown.endswith(expected_end)
+    if text.count("\n") >= 3:
+        assert "\u2026" in shown and "a\u23ce" not in shown   # the head is cut
+    assert ("<b style" in shown) == (added > 0)
