@@ -234,6 +234,19 @@ def test_bench_reports_a_row_per_draft_and_gamma(tiny, tok, draft_model):
     assert all(len(r["per_position_acceptance"]) == r["gamma"] for r in out["rows"])
 
 
+def test_bench_keep_stats_gives_each_row_the_stats_of_its_run(tiny, tok, draft_model):
+    drafts = {"model": draft_model}
+    out = sp.bench_speculative(tiny, None, tok, new_tokens=12, gammas=(1, 3), repeats=1,
+                               drafts=drafts, keep_stats=True)
+    assert "stats" not in sp.bench_speculative(tiny, None, tok, new_tokens=12, gammas=(1,),
+                                               repeats=1, drafts=drafts)
+    for r in out["rows"]:
+        st = out["stats"][r["draft"], r["gamma"]]
+        assert st.gamma == r["gamma"] and st.acceptance_rate == r["acceptance_rate"]
+        again = sp.speculative_decode(tiny, draft_model, tok, sp.BENCH_PROMPT, 12, r["gamma"],
+                                      seed=0, context_overflow="slide").stats
+        assert again.tokens_per_round == st.tokens_per_round  # the same run, repeated
+
 # --- constraints ----------------------------------------------------------------------
 @pytest.mark.parametrize("make", [
     lambda tok: slm.RegexConstraint(r"[A-Z]+:\n[a-z ]{3,12}\.", tok),

@@ -37,7 +37,8 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
                       prompt: str = BENCH_PROMPT, new_tokens: int = 400,
                       gammas: tuple[int, ...] = (2, 4, 6), temperature: float = 1.0,
                       seed: int = 0, repeats: int = 5, ngram_orders: tuple[int, ...] = (4,),
-                      drafts: dict | None = None, heads=None) -> dict:
+                      drafts: dict | None = None, heads=None,
+                      keep_stats: bool = False) -> dict:
     """Wall-clock speedup of speculative decoding over plain KV-cache decoding
     (``generate``) of the same target at batch 1, for each draft and gamma, both sliding
     their context window (``context_overflow="slide"``) so any ``new_tokens`` is generated.
@@ -48,7 +49,9 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     all) and tokens/s, one row per (draft, gamma) with the median seconds, the speedup (ratio
     of medians) and its paired min-max, whether the spread allows trusting it, acceptance
     (overall and per draft position), tokens per pass (measured and i.i.d.-predicted), the
-    measured draft cost ratio; and the best row.
+    measured draft cost ratio; and the best row. ``keep_stats=True`` adds "stats":
+    (draft, gamma) -> the ``SpeculativeStats`` of the warm-up run (every proposal's overlap
+    and outcome; the timed runs repeat it exactly), which JSON cannot hold.
     """
     device = model_device(target)
     if drafts is None:
@@ -64,12 +67,15 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     plain = seconds.pop("plain")
     rows = [_row(name, g, plain, seconds[name, g], first[name, g].stats)
             for name, g in seconds]
-    return {"device": str(device), "prompt": prompt, "new_tokens": new_tokens,
-            "temperature": temperature, "repeats": repeats,
-            "plain_s": statistics.median(plain), "plain_seconds": plain,
-            "plain_spread": relative_spread(plain),
-            "plain_tokens_per_s": new_tokens / statistics.median(plain), "rows": rows,
-            "best": max(rows, key=lambda r: r["speedup"])}
+    out = {"device": str(device), "prompt": prompt, "new_tokens": new_tokens,
+           "temperature": temperature, "repeats": repeats,
+           "plain_s": statistics.median(plain), "plain_seconds": plain,
+           "plain_spread": relative_spread(plain),
+           "plain_tokens_per_s": new_tokens / statistics.median(plain), "rows": rows,
+           "best": max(rows, key=lambda r: r["speedup"])}
+    if keep_stats:
+        out["stats"] = {key: first[key].stats for key in seconds}
+    return out
 
 
 def _row(name: str, gamma: int, plain: list[float], spec: list[float], st) -> dict:
