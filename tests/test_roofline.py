@@ -18,14 +18,36 @@ ROUND = rf.HARDWARE["round-gpu"]
 B7 = rf.MODELS["7b"]
 
 
-# --- the source text's worked numbers ---------------------------------------------------
+# --- the classic worked numbers ---------------------------------------------------------
 def test_base_model_intensity_is_500_for_prefill_and_half_for_decode():
-    base = rf.MODELS["base-65m"]
-    assert base.weight_bytes == pytest.approx(260e6)
+    base = rf.MODELS["base"]
+    assert base.n_params == rf.count_params(rf.BASE_CONFIG)
+    assert base.weight_bytes == 4 * base.n_params  # fp32
     prefill = rf.prefill_cost(base, ROUND, 1000, weights_only=True)
     decode = rf.decode_cost(base, ROUND, weights_only=True)
-    assert prefill.flops == pytest.approx(130e9) and decode.flops == pytest.approx(130e6)
+    assert prefill.flops == 2 * base.n_params * 1000 and decode.flops == 2 * base.n_params
     assert prefill.intensity == pytest.approx(500) and decode.intensity == pytest.approx(0.5)
+
+
+def test_base_config_is_six_layers_of_512_and_counts_like_the_model():
+    cfg = rf.BASE_CONFIG
+    assert (cfg.n_layer, cfg.d_model, cfg.n_head) == (6, 512, 8) and cfg.block_size >= 1000
+    assert rf.count_params(cfg) == slm.make_model(cfg).num_params()
+
+
+@pytest.mark.parametrize("dtype, per_weight", [("fp32", 4), ("bf16", 2), ("fp16", 2),
+                                                ("int8", 1), ("int4", 0.5), (2, 2)])
+def test_weight_bytes_is_params_times_bytes_per_weight(dtype, per_weight):
+    assert rf.weight_bytes(7e9, dtype) == 7e9 * per_weight
+    assert rf.MODELS["7b"].weight_bytes == rf.weight_bytes(7e9, "bf16") == 14 * rf.GB
+    assert rf.GiB == 2**30
+
+
+@pytest.mark.parametrize("dtype, match", [("fp64x", "dtype='fp64x' is unknown"),
+                                          (0, "bytes per weight")])
+def test_weight_bytes_rejects_an_unknown_dtype_by_name(dtype, match):
+    with pytest.raises(ValueError, match=match):
+        rf.weight_bytes(1e6, dtype)
 
 
 def test_7b_prefill_28ms_compute_bound_decode_7ms_memory_bound():
@@ -44,7 +66,7 @@ def test_7b_prefill_28ms_compute_bound_decode_7ms_memory_bound():
 def test_200_token_answer_takes_prefill_plus_199_decode_steps():
     answer = rf.answer_seconds(B7, ROUND, 1000, 200, weights_only=True)
     assert answer == pytest.approx(0.028 + 199 * 0.007)
-    # the source text's 1.43 s counts one decode step more than needed
+    # counting 200 decode steps (1.43 s) counts one step more than the loop runs
     assert round(0.028 + 200 * 0.007, 2) == 1.43 and round(answer, 2) == 1.42
 
 
@@ -59,7 +81,7 @@ def test_70b_decode_on_h100_42ms_and_5ms_over_eight():
 
 
 def test_kv_cache_worked_numbers():
-    assert rf.MODELS["base-65m"].kv_bytes_per_token == 24_576
+    assert rf.MODELS["base"].kv_bytes_per_token == 24_576
     assert rf.MODELS["llama2-7b"].kv_bytes_per_token == 524_288
     one = rf.kv_cache_bytes(32, 4096, 4096, 1, 2)
     assert round(one / 1e9, 2) == 2.15
@@ -245,6 +267,9 @@ def test_roofline_explorer_builds_and_names_the_binding_limits():
     html = rf.roofline_explorer().to_html()
     assert "kernel-free-figure" in html and "http" not in html.split("<script>")[0]
     chart = rf.explorer_chart("7b", 2, 1000, 1, 2000, 500)
+    # the y axis leaves room above the roof (and the prefill point on it) for the title
+    assert chart["ylim"][1] > 10 * max(p["y"] for p in chart["points"])
+    assert chart["ylim"][0] <= min(chart["lines"][0]["y"])
     assert "compute-bound" in chart["caption"].splitlines()[0]
     assert "memory-bound" in chart["caption"].splitlines()[1]
 
@@ -290,6 +315,7 @@ def test_javascript_roofline_matches_python():
             assert j["x"] == pytest.approx(p["x"], rel=1e-9) and j["y"] == pytest.approx(p["y"], rel=1e-9)
         assert js["lines"][0]["y"] == pytest.approx(py["lines"][0]["y"], rel=1e-12)
         assert js["vlines"][0]["x"] == pytest.approx(py["vlines"][0]["x"], rel=1e-12)
+        assert js["ylim"] == pytest.approx(py["ylim"], rel=1e-12)
         assert re.findall(r"\w+-bound", js["caption"]) == re.findall(r"\w+-bound", py["caption"])
         assert numbers(js["caption"]) == pytest.approx(numbers(py["caption"]), rel=1e-2)
 

@@ -13,6 +13,24 @@ from ..checks import check_positive
 from ..model import PRESETS, ModelConfig
 
 
+# --- sizes ---------------------------------------------------------------------------
+GB, GiB = 1e9, 2**30  # the book's GB is decimal (10^9 bytes); a GiB is 2^30 bytes
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+
+
+def weight_bytes(n_params: float, dtype: str | float = "fp32") -> float:
+    """Bytes of ``n_params`` weights stored as ``dtype``: a name in ``DTYPE_BYTES`` ("bf16")
+    or a number of bytes per weight (2)."""
+    check_positive("n_params", n_params)
+    if isinstance(dtype, str):
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype={dtype!r} is unknown: use one of {sorted(DTYPE_BYTES)} "
+                             "or a number of bytes per weight")
+        dtype = DTYPE_BYTES[dtype]
+    check_positive("bytes per weight", dtype)
+    return n_params * dtype
+
+
 # --- KV cache memory -----------------------------------------------------------------
 def kv_cache_bytes(n_layer: int, d_model: int, n_tokens: int, batch: int = 1,
                    bytes_per_number: float = 4, n_kv_heads: int | None = None,
@@ -75,7 +93,7 @@ class Hardware:
 
 
 HARDWARE: dict[str, Hardware] = {
-    # the source text's round illustrative figures (its memory size is not given)
+    # round illustrative figures (no memory size given)
     "round-gpu": Hardware("illustrative GPU (2,000 GB/s, 500 TFLOP/s)", 500e12, 2000e9),
     # NVIDIA H100 SXM: dense 16-bit tensor-core peak, HBM3 bandwidth, 80 GB
     "h100": Hardware("H100 SXM", 989e12, 3.35e12, 80e9),
@@ -111,7 +129,8 @@ class ModelSpec:
 
     @property
     def weight_bytes(self) -> float:
-        return self.n_params * self.bytes_per_weight
+        """Bytes of the weights (``weight_bytes(n_params, bytes_per_weight)``)."""
+        return weight_bytes(self.n_params, self.bytes_per_weight)
 
     @property
     def kv_bytes_per_token(self) -> float:
@@ -143,11 +162,16 @@ def count_params(cfg: ModelConfig) -> int:
     return cfg.vocab_size * C + cfg.block_size * C + cfg.n_layer * per_block + 2 * C
 
 
+# The "base" size of the original transformer (Vaswani et al. 2017), 6 layers of width 512
+# with 8 heads, built as one of our decoder-only character models with a 1,024-character
+# window. Its parameter count is count_params(BASE_CONFIG): every chapter that mentions a
+# 6 x 512 model uses MODELS["base"] (or this config), so they all give the same number.
+BASE_CONFIG = ModelConfig(block_size=1024, n_layer=6, n_head=8, d_model=512)
+
 MODELS: dict[str, ModelSpec] = {
     "shakespeare": ModelSpec.from_config(PRESETS["shakespeare"]),
-    # the source text's base model: 65M weights in fp32, 6 layers of width 512, 8 heads
-    "base-65m": ModelSpec("65M base model (fp32)", 65e6, 6, 512, 4, 8),
-    # the source text's round 7B: 7e9 weights in 16 bits, Llama-2-7B-like shape
+    "base": ModelSpec.from_config(BASE_CONFIG, "6 x 512 base model (fp32)"),
+    # a round 7B: 7e9 weights in 16 bits, shaped like Llama 2 7B (32 layers, d_model 4096)
     "7b": ModelSpec("7B model (16-bit)", 7e9, 32, 4096, 2, 32),
     # Llama 2 7B (Touvron et al. 2023): 6.74e9 weights, 32 layers, d_model 4096, 32 heads
     "llama2-7b": ModelSpec("Llama-2-7B-like (16-bit)", 6.74e9, 32, 4096, 2, 32, 32),

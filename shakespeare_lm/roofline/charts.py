@@ -9,8 +9,9 @@ from .analytic import (HARDWARE, MODELS, Hardware, ModelSpec, attainable_flops, 
                        prefill_cost)
 
 # --- figures: kernel-free sliders for the static site ----------------------------------
-EXPLORER_MODELS = ("shakespeare", "base-65m", "7b", "70b")
+EXPLORER_MODELS = ("shakespeare", "base", "7b", "70b")
 _INTENSITIES = [10 ** (e / 4) for e in range(-8, 25)]  # 0.01 .. 1e6 FLOPs per byte
+ROOF_HEADROOM = 30  # the y axis ends this factor above the peak FLOP/s
 
 
 def _fmt(x: float) -> str:
@@ -32,6 +33,8 @@ def roofline_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, batch: int = 
         "title": f"{spec.name} on {hw.name}",
         "xlabel": "arithmetic intensity (FLOP per byte)", "ylabel": "FLOP/s",
         "xlog": True, "ylog": True,
+        # headroom above the roof, so the prefill point's label stays clear of the title
+        "ylim": [_INTENSITIES[0] * hw.bandwidth, hw.peak_flops * ROOF_HEADROOM],
         "lines": [{"x": _INTENSITIES, "y": [attainable_flops(hw, x) for x in _INTENSITIES],
                    "name": "roofline", "color": "#444"}],
         "points": [{"x": pre.intensity, "y": pre.flops / pre.seconds, "label": "prefill",
@@ -80,6 +83,7 @@ var pre = cost(P, 0), dec = cost(1, P), ridge = peak / bw;
 return {
   title: m.name + " on " + f(values.bandwidth_gbs) + " GB/s, " + f(values.peak_tflops) + " TFLOP/s",
   xlabel: "arithmetic intensity (FLOP per byte)", ylabel: "FLOP/s", xlog: true, ylog: true,
+  ylim: [data.intensities[0] * bw, peak * data.headroom],
   lines: [{x: data.intensities, y: data.intensities.map(function (x) { return Math.min(peak, x * bw); }),
            name: "roofline", color: "#444"}],
   points: [{x: pre.intensity, y: pre.flops / pre.seconds, label: "prefill", color: "#1f77b4"},
@@ -117,7 +121,8 @@ def roofline_explorer():
                   "n_kv_heads": MODELS[k].n_kv_heads or MODELS[k].n_head}
               for k in EXPLORER_MODELS}
     return SliderFigure(sliders, render_js=ROOFLINE_JS,
-                        data={"models": models, "intensities": _INTENSITIES},
+                        data={"models": models, "intensities": _INTENSITIES,
+                              "headroom": ROOF_HEADROOM},
                         width=720, height=380)
 
 
