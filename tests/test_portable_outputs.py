@@ -94,19 +94,3 @@ def test_stored_outputs_reproduce_under_native_kernels(request):
         assert proc.returncode == 0, report[-20000:]
     finally:
         shutil.rmtree(work, ignore_errors=True)
-
-
-def test_prose_tagged_as_varying_is_not_compared_and_other_prose_is():
-    from shakespeare_lm.outputs import compare_cells
-
-    def prose(value, tags=()):
-        return {"cell_type": "markdown", "source": "{eval}`glued.x`",
-                "metadata": {"tags": list(tags), "user_expressions": [{
-                    "expression": "glued.x",
-                    "result": {"status": "ok", "data": {"text/plain": value}}}]}}
-
-    tag = [IGNORE_TAG]
-    assert compare_cells({"cells": [prose("1.84 ms", tag)]},
-                         {"cells": [prose("2.51 ms", tag)]}) == []
-    found = compare_cells({"cells": [prose("1.84 ms")]}, {"cells": [prose("2.51 ms")]})
-    assert len(found) == 1 and "more than one unit" in found[0].why
