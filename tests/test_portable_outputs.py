@@ -58,6 +58,22 @@ def test_numbers_agree_up_to_one_unit_in_the_last_shown_digit():
     assert "text differs" in numbers_agree("drew 'h'", "drew 'o'")
 
 
+def test_compare_skips_inline_values_of_prose_tagged_as_varying():
+    from shakespeare_lm.outputs import compare_cells
+
+    def prose(value, tags=()):
+        result = {"status": "ok", "data": {"text/plain": value}, "metadata": {}}
+        return {"cell_type": "markdown", "source": "{eval}`glued.x`",
+                "metadata": {"tags": list(tags),
+                             "user_expressions": [{"expression": "glued.x",
+                                                   "result": result}]}}
+
+    stored, fresh = {"cells": [prose("26.8")]}, {"cells": [prose("31.2")]}
+    assert "more than one unit" in compare_cells(stored, fresh)[0].why
+    stored["cells"][0] = prose("26.8", [IGNORE_TAG])
+    assert compare_cells(stored, fresh) == []
+
+
 def test_every_opted_out_cell_says_why_and_uses_the_tag():
     import nbformat
 
