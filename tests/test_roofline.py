@@ -20,19 +20,12 @@ B7 = rf.MODELS["7b"]
 
 # --- the classic worked numbers ---------------------------------------------------------
 def test_base_model_intensity_is_500_for_prefill_and_half_for_decode():
-    base = rf.MODELS["base"]
-    assert base.n_params == rf.count_params(rf.BASE_CONFIG)
-    assert base.weight_bytes == 4 * base.n_params  # fp32
+    base = rf.MODELS["base-65m"]
+    assert base.weight_bytes == pytest.approx(260e6)
     prefill = rf.prefill_cost(base, ROUND, 1000, weights_only=True)
     decode = rf.decode_cost(base, ROUND, weights_only=True)
-    assert prefill.flops == 2 * base.n_params * 1000 and decode.flops == 2 * base.n_params
+    assert prefill.flops == pytest.approx(130e9) and decode.flops == pytest.approx(130e6)
     assert prefill.intensity == pytest.approx(500) and decode.intensity == pytest.approx(0.5)
-
-
-def test_base_config_is_six_layers_of_512_and_counts_like_the_model():
-    cfg = rf.BASE_CONFIG
-    assert (cfg.n_layer, cfg.d_model, cfg.n_head) == (6, 512, 8) and cfg.block_size >= 1000
-    assert rf.count_params(cfg) == slm.make_model(cfg).num_params()
 
 
 @pytest.mark.parametrize("dtype, per_weight", [("fp32", 4), ("bf16", 2), ("fp16", 2),
@@ -81,7 +74,7 @@ def test_70b_decode_on_h100_42ms_and_5ms_over_eight():
 
 
 def test_kv_cache_worked_numbers():
-    assert rf.MODELS["base"].kv_bytes_per_token == 24_576
+    assert rf.MODELS["base-65m"].kv_bytes_per_token == 24_576
     assert rf.MODELS["llama2-7b"].kv_bytes_per_token == 524_288
     one = rf.kv_cache_bytes(32, 4096, 4096, 1, 2)
     assert round(one / 1e9, 2) == 2.15

@@ -27,9 +27,8 @@ The package has one module per job, and this module re-exports their public name
 """
 
 
-from .analytic import (BASE_CONFIG, DTYPE_BYTES, GB, HARDWARE, MODELS, GiB, Hardware,
-                       ModelSpec, PassCost, answer_seconds, attainable_flops, count_params,
-                       decode_cost, decode_tokens_per_s, knee_batch, kv_cache_bytes,
+from .analytic import (DTYPE_BYTES, GB, HARDWARE, MODELS, GiB, Hardware, ModelSpec,
+                       PassCost, answer_seconds, attainable_flops, count_params, decode_cost, decode_tokens_per_s, knee_batch, kv_cache_bytes,
                        max_batch_for_memory, pass_bytes, pass_cost, pass_flops, prefill_cost,
                        throughput_knee, time_to_first_token, weight_bytes)
 from .charts import (EXPLORER_MODELS, EXPLORER_SLIDERS, ROOFLINE_JS, explorer_chart,
@@ -39,7 +38,7 @@ from .measure import (measure_bandwidth, measure_hardware, measure_matmul_flops,
                       measure_model_costs)
 
 __all__ = [
-    "BASE_CONFIG", "DTYPE_BYTES", "GB", "GiB", "weight_bytes",
+    "DTYPE_BYTES", "GB", "GiB", "weight_bytes",
     "HARDWARE", "MODELS", "Hardware", "ModelSpec", "PassCost", "answer_seconds",
     "attainable_flops", "count_params", "decode_cost", "decode_tokens_per_s", "knee_batch",
     "kv_cache_bytes", "max_batch_for_memory", "pass_bytes", "pass_cost", "pass_flops",

@@ -162,16 +162,11 @@ def count_params(cfg: ModelConfig) -> int:
     return cfg.vocab_size * C + cfg.block_size * C + cfg.n_layer * per_block + 2 * C
 
 
-# The "base" size of the original transformer (Vaswani et al. 2017), 6 layers of width 512
-# with 8 heads, built as one of our decoder-only character models with a 1,024-character
-# window. Its parameter count is count_params(BASE_CONFIG): every chapter that mentions a
-# 6 x 512 model uses MODELS["base"] (or this config), so they all give the same number.
-BASE_CONFIG = ModelConfig(block_size=1024, n_layer=6, n_head=8, d_model=512)
-
 MODELS: dict[str, ModelSpec] = {
     "shakespeare": ModelSpec.from_config(PRESETS["shakespeare"]),
-    "base": ModelSpec.from_config(BASE_CONFIG, "6 x 512 base model (fp32)"),
-    # a round 7B: 7e9 weights in 16 bits, shaped like Llama 2 7B (32 layers, d_model 4096)
+    # the source text's base model: 65M weights in fp32, 6 layers of width 512, 8 heads
+    "base-65m": ModelSpec("65M base model (fp32)", 65e6, 6, 512, 4, 8),
+    # the source text's round 7B: 7e9 weights in 16 bits, Llama-2-7B-like shape
     "7b": ModelSpec("7B model (16-bit)", 7e9, 32, 4096, 2, 32),
     # Llama 2 7B (Touvron et al. 2023): 6.74e9 weights, 32 layers, d_model 4096, 32 heads
     "llama2-7b": ModelSpec("Llama-2-7B-like (16-bit)", 6.74e9, 32, 4096, 2, 32, 32),

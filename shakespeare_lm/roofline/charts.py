@@ -9,7 +9,7 @@ from .analytic import (HARDWARE, MODELS, Hardware, ModelSpec, attainable_flops, 
                        prefill_cost)
 
 # --- figures: kernel-free sliders for the static site ----------------------------------
-EXPLORER_MODELS = ("shakespeare", "base", "7b", "70b")
+EXPLORER_MODELS = ("shakespeare", "base-65m", "7b", "70b")
 _INTENSITIES = [10 ** (e / 4) for e in range(-8, 25)]  # 0.01 .. 1e6 FLOPs per byte
 ROOF_HEADROOM = 30  # the y axis ends this factor above the peak FLOP/s
 
