@@ -164,7 +164,9 @@ def count_params(cfg: ModelConfig) -> int:
 
 MODELS: dict[str, ModelSpec] = {
     "shakespeare": ModelSpec.from_config(PRESETS["shakespeare"]),
-    # the source text's base model: 65M weights in fp32, 6 layers of width 512, 8 heads
+    # the base model of the original transformer (Vaswani et al. 2017, table 3): 65M
+    # weights (encoder and decoder) in fp32; its 6 decoder layers of width 512 (8 heads)
+    # cache keys and values. The one parameter count of a "6 x 512 base model" in the book.
     "base-65m": ModelSpec("65M base model (fp32)", 65e6, 6, 512, 4, 8),
     # the source text's round 7B: 7e9 weights in 16 bits, Llama-2-7B-like shape
     "7b": ModelSpec("7B model (16-bit)", 7e9, 32, 4096, 2, 32),
