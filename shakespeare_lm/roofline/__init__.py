@@ -28,9 +28,10 @@ The package has one module per job, and this module re-exports their public name
 
 
 from .analytic import (DTYPE_BYTES, GB, HARDWARE, MODELS, GiB, Hardware, ModelSpec,
-                       PassCost, answer_seconds, attainable_flops, count_params, decode_cost, decode_tokens_per_s, knee_batch, kv_cache_bytes,
-                       max_batch_for_memory, pass_bytes, pass_cost, pass_flops, prefill_cost,
-                       throughput_knee, time_to_first_token, weight_bytes)
+                       PassCost, answer_seconds, attainable_flops, count_params, decode_cost,
+                       decode_tokens_per_s, knee_batch, kv_cache_bytes, max_batch_for_memory,
+                       pass_bytes, pass_cost, pass_flops, prefill_cost, throughput_knee,
+                       time_to_first_token, weight_bytes)
 from .charts import (EXPLORER_MODELS, EXPLORER_SLIDERS, ROOFLINE_JS, explorer_chart,
                      explorer_setting, prefill_decode_chart, prefill_decode_figure,
                      roofline_chart, roofline_explorer)
