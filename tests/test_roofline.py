@@ -16,7 +16,7 @@ ROUND = rf.HARDWARE["round-gpu"]
 B7 = rf.MODELS["7b"]
 
 
-# --- the source text's worked numbers ---------------------------------------------------
+# --- the classic worked numbers ---------------------------------------------------------
 def test_base_model_intensity_is_500_for_prefill_and_half_for_decode():
     base = rf.MODELS["base-65m"]
     assert base.weight_bytes == pytest.approx(260e6)
@@ -24,6 +24,21 @@ def test_base_model_intensity_is_500_for_prefill_and_half_for_decode():
     decode = rf.decode_cost(base, ROUND, weights_only=True)
     assert prefill.flops == pytest.approx(130e9) and decode.flops == pytest.approx(130e6)
     assert prefill.intensity == pytest.approx(500) and decode.intensity == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("dtype, per_weight", [("fp32", 4), ("bf16", 2), ("fp16", 2),
+                                                ("int8", 1), ("int4", 0.5), (2, 2)])
+def test_weight_bytes_is_params_times_bytes_per_weight(dtype, per_weight):
+    assert rf.weight_bytes(7e9, dtype) == 7e9 * per_weight
+    assert rf.MODELS["7b"].weight_bytes == rf.weight_bytes(7e9, "bf16") == 14 * rf.GB
+    assert rf.GiB == 2**30
+
+
+@pytest.mark.parametrize("dtype, match", [("fp64x", "dtype='fp64x' is unknown"),
+                                          (0, "bytes per weight")])
+def test_weight_bytes_rejects_an_unknown_dtype_by_name(dtype, match):
+    with pytest.raises(ValueError, match=match):
+        rf.weight_bytes(1e6, dtype)
 
 
 def test_7b_prefill_28ms_compute_bound_decode_7ms_memory_bound():
@@ -42,7 +57,7 @@ def test_7b_prefill_28ms_compute_bound_decode_7ms_memory_bound():
 def test_200_token_answer_takes_prefill_plus_199_decode_steps():
     answer = rf.answer_seconds(B7, ROUND, 1000, 200, weights_only=True)
     assert answer == pytest.approx(0.028 + 199 * 0.007)
-    # the source text's 1.43 s counts one decode step more than needed
+    # counting 200 decode steps (1.43 s) counts one step more than the loop runs
     assert round(0.028 + 200 * 0.007, 2) == 1.43 and round(answer, 2) == 1.42
 
 
@@ -245,6 +260,9 @@ def test_roofline_explorer_builds_and_names_the_binding_limits():
     assert spec["params"][0]["bind"]["labels"][2] == rf.MODELS["7b"].name  # not keys
     assert "http" not in json.dumps(spec).replace(spec["$schema"], "")
     chart = rf.explorer_chart("7b", 2, 1000, 1, 2000, 500)
+    # the y axis leaves room above the roof (and the prefill point on it) for the title
+    assert chart["ylim"][1] > 10 * max(p["y"] for p in chart["points"])
+    assert chart["ylim"][0] <= min(chart["lines"][0]["y"])
     assert "compute-bound" in chart["caption"].splitlines()[0]
     assert "memory-bound" in chart["caption"].splitlines()[1]
 

@@ -14,8 +14,8 @@ the batch is large (Pope et al. 2023).
 Counting: every weight is read once per pass and used for 2 FLOPs per token (a multiply and
 an add); attention adds 4 * d_model FLOPs per layer for each (query, visible key) pair, and
 the KV cache adds its reads (the cached context) and writes (the new tokens). Activations are
-not counted. ``weights_only=True`` counts the weights alone, as the source text's worked
-examples do.
+not counted. ``weights_only=True`` counts the weights alone, as the classic back-of-the-
+envelope examples do.
 
 The package has one module per job, and this module re-exports their public names, so
 ``from shakespeare_lm import roofline as rf`` gives all of them:
@@ -27,10 +27,11 @@ The package has one module per job, and this module re-exports their public name
 """
 
 
-from .analytic import (HARDWARE, MODELS, Hardware, ModelSpec, PassCost, answer_seconds,
-                       attainable_flops, count_params, decode_cost, decode_tokens_per_s,
-                       knee_batch, kv_cache_bytes, max_batch_for_memory, pass_bytes, pass_cost,
-                       pass_flops, prefill_cost, throughput_knee, time_to_first_token)
+from .analytic import (DTYPE_BYTES, GB, HARDWARE, MODELS, GiB, Hardware, ModelSpec,
+                       PassCost, answer_seconds, attainable_flops, count_params, decode_cost,
+                       decode_tokens_per_s, knee_batch, kv_cache_bytes, max_batch_for_memory,
+                       pass_bytes, pass_cost, pass_flops, prefill_cost, throughput_knee,
+                       time_to_first_token, weight_bytes)
 from .charts import (EXPLORER_MODELS, EXPLORER_SLIDERS, RooflineChart, explorer_chart,
                      explorer_setting, prefill_decode_chart, prefill_decode_figure,
                      roofline_chart, roofline_explorer)
@@ -38,6 +39,7 @@ from .measure import (measure_bandwidth, measure_hardware, measure_matmul_flops,
                       measure_model_costs)
 
 __all__ = [
+    "DTYPE_BYTES", "GB", "GiB", "weight_bytes",
     "HARDWARE", "MODELS", "Hardware", "ModelSpec", "PassCost", "answer_seconds",
     "attainable_flops", "count_params", "decode_cost", "decode_tokens_per_s", "knee_batch",
     "kv_cache_bytes", "max_batch_for_memory", "pass_bytes", "pass_cost", "pass_flops",

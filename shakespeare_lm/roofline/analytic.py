@@ -13,6 +13,24 @@ from ..checks import check_positive
 from ..model import PRESETS, ModelConfig
 
 
+# --- sizes ---------------------------------------------------------------------------
+GB, GiB = 1e9, 2**30  # the book's GB is decimal (10^9 bytes); a GiB is 2^30 bytes
+DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
+
+
+def weight_bytes(n_params: float, dtype: str | float = "fp32") -> float:
+    """Bytes of ``n_params`` weights stored as ``dtype``: a name in ``DTYPE_BYTES`` ("bf16")
+    or a number of bytes per weight (2)."""
+    check_positive("n_params", n_params)
+    if isinstance(dtype, str):
+        if dtype not in DTYPE_BYTES:
+            raise ValueError(f"dtype={dtype!r} is unknown: use one of {sorted(DTYPE_BYTES)} "
+                             "or a number of bytes per weight")
+        dtype = DTYPE_BYTES[dtype]
+    check_positive("bytes per weight", dtype)
+    return n_params * dtype
+
+
 # --- KV cache memory -----------------------------------------------------------------
 def kv_cache_bytes(n_layer: int, d_model: int, n_tokens: int, batch: int = 1,
                    bytes_per_number: float = 4, n_kv_heads: int | None = None,
@@ -75,7 +93,7 @@ class Hardware:
 
 
 HARDWARE: dict[str, Hardware] = {
-    # the source text's round illustrative figures (its memory size is not given)
+    # round illustrative figures (no memory size given)
     "round-gpu": Hardware("illustrative GPU (2,000 GB/s, 500 TFLOP/s)", 500e12, 2000e9),
     # NVIDIA H100 SXM: dense 16-bit tensor-core peak, HBM3 bandwidth, 80 GB
     "h100": Hardware("H100 SXM", 989e12, 3.35e12, 80e9),
@@ -111,7 +129,8 @@ class ModelSpec:
 
     @property
     def weight_bytes(self) -> float:
-        return self.n_params * self.bytes_per_weight
+        """Bytes of the weights (``weight_bytes(n_params, bytes_per_weight)``)."""
+        return weight_bytes(self.n_params, self.bytes_per_weight)
 
     @property
     def kv_bytes_per_token(self) -> float:
