@@ -1,6 +1,6 @@
 """The book's five conceptual diagrams, drawn by code from the real models and package.
 
-    python -m shakespeare_lm.diagrams [--out book/diagrams]
+    python -m shakespeare_lm.diagrams [--out notebooks/diagrams]
 
 rewrites ``beam_tree.svg``, ``generation_loop.svg``, ``kv_cache.svg``,
 ``speculative_timeline.svg`` and ``continuous_batching.svg``. Each is drawn in pixel
@@ -54,7 +54,7 @@ TEXT = {"family": ["DejaVu Sans", "sans-serif"],
         "size": 12.5, "small": 11.5, "large": 14.5}
 
 WIDTH_PX = 740
-OUT_DIR = ROOT / "book" / "diagrams"
+OUT_DIR = ROOT / "notebooks" / "diagrams"  # beside the chapters, which JupyterLab serves
 SVG_RC = {"svg.hashsalt": "shakespeare_lm.diagrams", "svg.fonttype": "none",
           "font.family": TEXT["family"], "font.size": TEXT["size"],
           "text.color": PALETTE["text"], "hatch.linewidth": 0.8}
@@ -835,7 +835,7 @@ def write_all(out_dir: Path = OUT_DIR,
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description="Redraw the book's diagrams as SVG.")
     parser.add_argument("--out", type=Path, default=OUT_DIR,
-                        help="folder for the SVGs (default: book/diagrams)")
+                        help="folder for the SVGs (default: notebooks/diagrams)")
     parser.add_argument("--spec-costs", type=float, nargs=2,
                         metavar=("DRAFT", "VERIFY"),
                         help="the timeline's costs, in target passes over one "

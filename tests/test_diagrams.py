@@ -37,7 +37,7 @@ def redrawn(tmp_path_factory):
 @pytest.mark.parametrize("name", NAMES)
 def test_redrawing_reproduces_the_committed_svg_byte_for_byte(redrawn, name):
     assert (redrawn / name).read_bytes() == (COMMITTED / name).read_bytes(), (
-        f"book/diagrams/{name} is stale: redraw it with "
+        f"notebooks/diagrams/{name} is stale: redraw it with "
         "`python -m shakespeare_lm.diagrams` and commit the result")
 
 
