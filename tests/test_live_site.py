@@ -18,7 +18,7 @@ import torch
 import shakespeare_lm as slm
 from shakespeare_lm import explorer, rules
 
-from .test_site import SITE, _missing, browser, site_url  # noqa: F401  (fixtures)
+from .test_site import SITE, browser, missing, site_url  # noqa: F401  (fixtures)
 
 PAGE = "book/live.html"
 HELDOUT = SITE.parent.parent / "data" / "shakespeare_heldout.txt"
@@ -58,7 +58,7 @@ class LiveVisit:
 @pytest.fixture(scope="module", params=["file", "served"])
 def live(request, browser):  # noqa: F811
     if not (SITE / PAGE).exists():
-        _missing(f"no {SITE / PAGE}: run `make book` first")
+        missing(f"no {SITE / PAGE}: run `make book` first")
     if request.param == "file":
         url = (SITE / PAGE).as_uri()
     else:
@@ -156,7 +156,7 @@ CHAPTER_EXPLORERS = [("notebooks/01_generation_loop.html", "step"),
 def test_each_chapter_samples_from_the_live_model_on_the_readers_context(
         request, browser, page_path, kind, how):  # noqa: F811
     if not (SITE / page_path).exists():
-        _missing(f"no {SITE / page_path}: run `make book` first")
+        missing(f"no {SITE / page_path}: run `make book` first")
     url = (SITE / page_path).as_uri() if how == "file" else \
         f"{request.getfixturevalue('site_url')}/{page_path}"
     visit = LiveVisit(browser, url)

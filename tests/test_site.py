@@ -10,6 +10,7 @@ these tests; with ``REQUIRE_BROWSER=1`` (set by ``.ci/run``) it fails them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import os
@@ -29,7 +30,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic"
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-def _missing(reason: str):
+def missing(reason: str):
     if REQUIRED:
         pytest.fail(f"{reason} (REQUIRE_BROWSER=1: the browser tests must run)")
     pytest.skip(reason)
@@ -48,37 +49,59 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(scope="module")
-def site_url():
-    if not (SITE / "index.html").exists():
-        _missing(f"no built site at {SITE}: run `make book` first")
-    handler = functools.partial(_QuietHandler, directory=str(SITE))
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 (a free port) for the block; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def launch(playwright):
+    """Debian's headless Chromium with the flags that keep it off the network."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (SITE / "index.html").exists():
+        missing(f"no built site at {SITE}: run `make book` first")
+    with serve(SITE) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser():
     if not Path(CHROMIUM).exists():
-        _missing("Debian's chromium is not installed (apt-get install chromium)")
+        missing("Debian's chromium is not installed (apt-get install chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _missing("playwright is not installed")
+        missing("playwright is not installed")
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        b = launch(p)
         yield b
         b.close()
+
+
+def typeset_math(page) -> None:
+    """Wait until MathJax has typeset the page's formulas (returns at once on a page without)."""
+    if page.locator(".math").count():
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.document"
+                               " && document.querySelectorAll('mjx-container').length > 0")
+        page.evaluate("MathJax.startup.promise")
 
 
 class PageVisit:
     """Open one page, recording console errors, failed and off-machine requests."""
 
-    def __init__(self, browser, url: str):
-        self.page = browser.new_page()
+    def __init__(self, browser, url: str, viewport: dict | None = None):
+        self.page = browser.new_page(viewport=viewport) if viewport else browser.new_page()
         self.errors, self.failed, self.external = [], [], []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -106,9 +129,7 @@ def test_page_loads_offline_without_errors(browser, site_url, path):
     try:
         page.wait_for_load_state("networkidle")
         if page.locator(".math").count():  # MathJax typeset every formula
-            page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.document"
-                                   " && document.querySelectorAll('mjx-container').length > 0")
-            page.evaluate("MathJax.startup.promise")
+            typeset_math(page)
             assert page.locator("mjx-container").count() >= page.locator(".math").count() // 2
             assert page.locator("mjx-merror").count() == 0, "a formula failed to typeset"
         broken = page.evaluate("Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0))"
