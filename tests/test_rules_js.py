@@ -125,7 +125,7 @@ def vega_figure(logit_rows: list[list[float]], grid: dict) -> SliderFigure:
     off = {**explorer.OFF, "top_k": grid["top_k"][-1]}  # a rule a setting leaves out
     sliders += [Slider(name, grid[name], off[name]) for name in explorer.SETTINGS]
     return SliderFigure(sliders, vega=explorer.StaticChart(["t"] * len(logit_rows)),
-                        data={"logits": explorer.explorer_rows(data)})
+                        datasets={"logits": explorer.explorer_rows(data)})
 
 
 def vega_pages(figure: SliderFigure, settings: list[dict]) -> tuple[dict, list[dict]]:
@@ -219,3 +219,4 @@ def test_static_explorer_is_a_vega_lite_chart_of_the_embedded_logits(figure, tok
     assert len(rows) == 63 * len(explorer.CONTEXTS)
     assert {r["ch"] for r in rows} == {explorer.char_label(c) for c in tok.chars}
     assert "http" not in json.dumps(spec).replace(spec["$schema"], "")  # no fetching
+    assert [c["text"] for c in figure.data["contexts"]] == list(explorer.CONTEXTS.values())
