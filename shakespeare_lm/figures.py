@@ -257,7 +257,7 @@ class SliderFigure:
                     for f in self.frames]
         views = [main]
         if any(captions):
-            lines = max(map(len, captions))
+            lines = max(map(len, captions))  # a fixed height: the sliders do not jump
             views.append(caption_view(pick(captions, "frame"), lines, width))
         return views, {"frames": rows, "one": [{}]}
 
