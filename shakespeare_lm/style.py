@@ -87,6 +87,9 @@ def vega_config() -> dict:
         "view": {"stroke": None, "continuousWidth": FIGURE_WIDTH_PX - PLOT_MARGIN_PX,
                  "continuousHeight": FIGURE_HEIGHT_PX - 80},
         "padding": 6,
+        # re-measure when the data or a title change (a slider moved): axes and captions
+        # never end up clipped
+        "autosize": {"type": "pad", "resize": True},
     }
 
 
