@@ -64,8 +64,20 @@ GPU_PYTHON ?= $(BIN)/python
 test-gpu:
 	REQUIRE_GPU=1 $(GPU_PYTHON) -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider
 
+# JupyterLab with jupyterlab-myst (the prose's values and citations) and the chapters trusted
+# (`jupyter trust`: their stored figures draw before anything runs). Its workspace, which
+# remembers the open tabs, lives in .jupyter-lab/ and is emptied at every start, so chapters
+# left open last time do not come back, each starting a kernel. lab/overrides.json sets the
+# defaults (a reader's own settings still win): every cell attached (windowingMode "none";
+# with windowing, Run All leaves some cells' prose values stale in jupyterlab-myst 2.7.0),
+# and no request for Jupyter news. tests/test_jupyterlab.py starts JupyterLab the same way.
+LAB_STATE := .jupyter-lab
+LAB_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/lab \
+             --LabApp.workspaces_dir=$(CURDIR)/$(LAB_STATE)/workspaces
 lab: $(STAMP)
-	$(BIN)/jupyter lab notebooks/
+	rm -rf $(LAB_STATE)/workspaces
+	$(BIN)/jupyter trust notebooks/*.ipynb
+	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
 
 execute: $(STAMP)
 	$(PINNED) $(BIN)/python -m shakespeare_lm.book execute $(NB)
@@ -77,4 +89,4 @@ corpus: $(STAMP)
 	$(BIN)/python -m shakespeare_lm.corpus
 
 clean:
-	rm -rf _build book/_vendor node_modules
+	rm -rf _build book/_vendor node_modules $(LAB_STATE)

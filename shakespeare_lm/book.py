@@ -10,6 +10,10 @@ under the environment it is started in and checks that their stored outputs agre
 the last digit each number shows (:mod:`shakespeare_lm.outputs`); the test suite starts it
 under kernels that differ from the pinned ones.
 
+``python -m shakespeare_lm.book cite [NOTEBOOK ...]`` rewrites the ``{cite}`key```
+roles of notebooks as ``{eval}`cite("key")```, which JupyterLab renders too
+(:mod:`shakespeare_lm.citations`); re-execute them afterwards to store the citations.
+
 ``python -m shakespeare_lm.book vendor`` copies the JavaScript the static site needs
 offline (MathJax, require.js, the ipywidgets HTML manager, and Vega: vega, vega-lite and
 vega-embed, which draw the kernel-free figures) from ``node_modules`` (filled by
@@ -163,6 +167,20 @@ def compare(paths: list[Path]) -> int:
     return 1 if failed else 0
 
 
+def cite(paths: list[Path]) -> None:
+    """Rewrite each notebook's ``{cite}`` roles in the form JupyterLab renders too."""
+    import nbformat
+
+    from .citations import convert_citations
+
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        left = convert_citations(nb)
+        nbformat.write(nb, path)
+        notes = "".join(f"\n  {x}" for x in left)
+        print(f"{path}: citations rewritten{notes}", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -170,6 +188,8 @@ def main(argv: list[str] | None = None) -> None:
     ex.add_argument("notebooks", nargs="*", type=Path)
     cmp = sub.add_parser("compare", help="re-execute in memory and compare the stored outputs")
     cmp.add_argument("notebooks", nargs="*", type=Path)
+    ct = sub.add_parser("cite", help="rewrite {cite} roles as {eval}`cite(...)`")
+    ct.add_argument("notebooks", nargs="*", type=Path)
     sub.add_parser("vendor", help="copy the site's JavaScript from node_modules")
     args = parser.parse_args(argv)
     if args.cmd == "vendor":
@@ -178,6 +198,9 @@ def main(argv: list[str] | None = None) -> None:
     paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
     if args.cmd == "compare":
         sys.exit(compare(paths))
+    if args.cmd == "cite":
+        cite(paths)
+        return
     total = 0.0
     for path in paths:
         print(f"executing {path} ...", flush=True)

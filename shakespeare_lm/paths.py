@@ -20,3 +20,4 @@ RUNS_DIR = ROOT / "runs"                           # training runs (git-ignored)
 NOTEBOOKS_DIR = ROOT / "notebooks"
 ONNX_DIR = ROOT / "_build" / "onnx"                # the exported graphs (python -m shakespeare_lm.export)
 NUMERICS_ENV = ROOT / "numerics.env"                # the pinned numerics (see outputs.py)
+BIB_FILE = ROOT / "book" / "references.bib"         # the papers cited (citations.py)

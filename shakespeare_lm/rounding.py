@@ -26,8 +26,10 @@ from __future__ import annotations
 
 import math
 import numbers
+import re
 
 DIGITS = 4
+MARKUP = re.compile(r"[*_`\[\]<>$\\~]")  # characters that make a glued text Markdown
 
 
 def _round_float(x: float, digits: int) -> float:
@@ -64,7 +66,8 @@ class Shown:
     """A glued value as prose shows it: its repr is the text itself, never a Python repr.
 
     ``shown(".1f")`` is the same value under a format spec (as ``format(value, spec)``).
-    ``markdown=True`` values are Markdown fragments (a verdict with emphasis, say).
+    ``markdown=True`` values are Markdown fragments (a verdict with emphasis, say); one
+    without markup is offered as plain text only, which reads the same on both media.
     """
 
     def __init__(self, name: str, value, markdown: bool = False):
@@ -82,7 +85,10 @@ class Shown:
     __repr__ = __str__
 
     def _repr_markdown_(self):
-        return str(self) if self.markdown else None
+        # Markdown only when the text has markup: JupyterLab (jupyterlab-myst) shows a
+        # Markdown value as a paragraph of its own, a plain one inline in the sentence.
+        text = str(self)
+        return text if self.markdown and MARKUP.search(text) else None
 
 
 class Glued:

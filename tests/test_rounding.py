@@ -39,3 +39,17 @@ def test_rounded_rounds_every_float_cell_of_a_dataframe():
     out = rounded(df)
     assert out["x"].tolist() == [1.235, 0.6667] and out["n"].tolist() == [1, 2]
     assert out["s"].tolist() == ["a", "b"]
+
+
+def test_a_markdown_glue_is_offered_as_markdown_only_when_it_has_markup():
+    from IPython.core.formatters import DisplayFormatter
+
+    from shakespeare_lm.rounding import glue, glued
+
+    glue("test_plain_verdict", "the cache makes it 12.7 times faster", markdown=True)
+    glue("test_marked_verdict", "it is *twice* as fast", markdown=True)
+    plain, _ = DisplayFormatter().format(glued.test_plain_verdict)
+    marked, _ = DisplayFormatter().format(glued.test_marked_verdict)
+    assert plain == {"text/plain": "the cache makes it 12.7 times faster"}
+    assert marked == {"text/plain": "it is *twice* as fast",
+                      "text/markdown": "it is *twice* as fast"}

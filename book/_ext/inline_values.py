@@ -6,6 +6,10 @@ that ``python -m shakespeare_lm.book execute`` stored in the Markdown cell's
 ``user_expressions`` metadata (see ``shakespeare_lm/inline.py``). It replaces myst-nb's own
 ``eval`` role, which would need the notebook executed during the build.
 
+A citation, ``{eval}`cite("holtzman2020curious")```, is not looked up in the stored
+values: the role hands its keys to sphinxcontrib-bibtex's ``{cite}``, so the page links
+to the references as a ``{cite}`` role would (see ``shakespeare_lm/citations.py``).
+
 An expression with no stored value fails the build (``-W``): re-execute the chapter.
 """
 
@@ -18,6 +22,9 @@ from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxRole
 
+from sphinxcontrib.bibtex.roles import CiteRole
+
+from shakespeare_lm.citations import citation_keys
 from shakespeare_lm.inline import stored_text
 
 LOG = logging.getLogger(__name__)
@@ -37,9 +44,14 @@ def _stored_values(path: Path) -> dict[str, tuple[str, str]]:
 
 
 class StoredEvalRole(SphinxRole):
-    """``{eval}`expr```: the text the stored execution showed for ``expr``."""
+    """``{eval}`expr```: the text the stored execution showed for ``expr``, or for
+    ``cite("key", ...)`` sphinxcontrib-bibtex's citation of those keys."""
 
     def run(self):
+        keys = citation_keys(self.text)
+        if keys is not None:
+            return CiteRole()("cite", self.rawtext, ",".join(keys), self.lineno,
+                              self.inliner, self.options, self.content)
         env = self.env
         cache = env.temp_data.setdefault("inline_values", {})
         docname = env.docname
