@@ -198,8 +198,8 @@ def test_vega_explorer_draws_what_python_computes_at_every_context(figure, tok):
 def test_js_rules_reject_bad_values_like_python():
     bad = [("top_p", 1.5), ("top_p", 0), ("top_k", 0), ("top_k", 2.5), ("min_p", -0.1),
            ("typical_p", 0), ("epsilon", 1.5), ("eta", -1), ("temperature", -1)]
-    got = run_node({"raw": [], "pages": [], "render_js": "", "data": None,
-                    "errors": [{"rule": r, "value": v} for r, v in bad]})["errors"]
+    errors = [{"rule": r, "value": v} for r, v in bad]
+    got = run_node({"raw": [], "errors": errors})["errors"]
     for (rule, value), js in zip(bad, got):
         assert js["error"].startswith(f"{rule}={value} is invalid: {rule} must be"), js
         with pytest.raises(ValueError, match=f"{rule}={value} is invalid"):
