@@ -44,8 +44,11 @@ $(ONNX)/.stamp: $(STAMP) data/shakespeare.safetensors data/draft.safetensors sha
 	$(BIN)/python -m shakespeare_lm.export --out $(ONNX)
 	touch $@
 
+# (the live explorers' charts, live/charts.js, are made from the package's figure code)
 book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP) $(ONNX)/.stamp shakespeare_lm/book.py \
-                     $(wildcard shakespeare_lm/static/*.js)
+                     $(wildcard shakespeare_lm/static/*.js) shakespeare_lm/live.py \
+                     shakespeare_lm/explorer.py shakespeare_lm/rules_vega.py \
+                     shakespeare_lm/figures.py shakespeare_lm/style.py
 	$(BIN)/python -m shakespeare_lm.book vendor
 	touch $@
 

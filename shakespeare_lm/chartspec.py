@@ -178,11 +178,12 @@ def _axes(frames: list[dict], width: int) -> dict:
     import altair as alt
 
     xlabel, ylabel = first(frames, "xlabel"), first(frames, "ylabel")
-    ylog = bool(first(frames, "ylog", False))
-    y = alt.Y("y:Q", title=ylabel, scale=_scale(ylog, first(frames, "ylim"), not ylog),
+    ylog, bars = bool(first(frames, "ylog", False)), bool(first(frames, "categories"))
+    # bars start at zero; lines and points fill the plot (unless a frame sets ylim)
+    y = alt.Y("y:Q", title=ylabel, scale=_scale(ylog, first(frames, "ylim"), bars),
               axis=alt.Axis(labelExpr=LOG_LABELS if ylog else alt.Undefined,
                             labelOverlap=True))
-    if first(frames, "categories"):
+    if bars:
         x = alt.X("c:N", title=xlabel, axis=_category_axis(frames, width),
                   sort=alt.EncodingSortField(field="o", op="min"))
         return {"x": x, "y": y, "xOffset": alt.XOffset("j:N")}

@@ -227,8 +227,8 @@ def static_explorer(model, tok, contexts: dict[str, str] | None = None) -> Slide
                              len(tok.chars))
     titles = ["next character after \u2026" + c["text"][-24:].replace("\n", "\u23ce")
               for c in data["contexts"]]
-    return SliderFigure(sliders, vega=StaticChart(titles),
-                        data={"logits": explorer_rows(data)},
+    return SliderFigure(sliders, vega=StaticChart(titles), data=data,
+                        datasets={"logits": explorer_rows(data)},
                         title="What each rule keeps of the next-character distribution")
 
 

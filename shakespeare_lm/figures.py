@@ -187,14 +187,16 @@ class SliderFigure:
     """A chart with sliders that redraws in the browser, no kernel needed (module doc).
 
     ``width`` and ``height`` are the whole figure's size in pixels (the chart is at most
-    ``style.FIGURE_WIDTH_PX`` wide, the page column); ``data`` holds the named datasets
-    a ``vega`` chart reads.
+    ``style.FIGURE_WIDTH_PX`` wide, the page column). A ``vega`` chart reads the named
+    datasets ``datasets`` (``{name: [row, ...]}``; by default ``data``); ``data`` is kept
+    as given, for the caller (the data the datasets were made from).
     """
 
     def __init__(self, sliders: Sequence[Slider], *, frames: dict | None = None,
                  frame_fn: Callable[..., dict] | None = None,
                  vega: Callable[[dict, int, int], object] | None = None,
-                 data: dict | None = None, width: int = style.FIGURE_WIDTH_PX,
+                 data=None, datasets: dict | None = None,
+                 width: int = style.FIGURE_WIDTH_PX,
                  height: int = style.FIGURE_HEIGHT_PX, title: str = ""):
         self.sliders = list(sliders)
         names = [s.name for s in self.sliders]
@@ -212,7 +214,8 @@ class SliderFigure:
                 raise ValueError(f"frames lack slider combinations such as "
                                  f"{missing[0]}")
             frames = [frames[idx] for idx in self.grid()]  # row-major order
-        self.frames, self.vega, self.data = frames, vega, data or {}
+        self.frames, self.vega, self.data = frames, vega, data
+        self.datasets = dict(datasets if datasets is not None else data or {})
         self.width, self.height, self.title = width, height, title
         self.params = param_names(self.sliders)
 
@@ -254,7 +257,7 @@ class SliderFigure:
                     for f in self.frames]
         views = [main]
         if any(captions):
-            lines = max(map(len, captions))
+            lines = max(map(len, captions))  # a fixed height: the sliders do not jump
             views.append(caption_view(pick(captions, "frame"), lines, width))
         return views, {"frames": rows, "one": [{}]}
 
@@ -271,7 +274,7 @@ class SliderFigure:
         else:
             values = {s.name: s.value_expr(p)
                       for s, p in zip(self.sliders, self.params)}
-            views, data = self.vega(values, width, height), dict(self.data)
+            views, data = self.vega(values, width, height), dict(self.datasets)
         params = [alt.param(name=p, value=s.initial(), bind=s.binding())
                   for s, p in zip(self.sliders, self.params)]
         if self.frames is not None:

@@ -125,7 +125,7 @@ def vega_figure(logit_rows: list[list[float]], grid: dict) -> SliderFigure:
     off = {**explorer.OFF, "top_k": grid["top_k"][-1]}  # a rule a setting leaves out
     sliders += [Slider(name, grid[name], off[name]) for name in explorer.SETTINGS]
     return SliderFigure(sliders, vega=explorer.StaticChart(["t"] * len(logit_rows)),
-                        data={"logits": explorer.explorer_rows(data)})
+                        datasets={"logits": explorer.explorer_rows(data)})
 
 
 def vega_pages(figure: SliderFigure, settings: list[dict]) -> tuple[dict, list[dict]]:
@@ -198,8 +198,8 @@ def test_vega_explorer_draws_what_python_computes_at_every_context(figure, tok):
 def test_js_rules_reject_bad_values_like_python():
     bad = [("top_p", 1.5), ("top_p", 0), ("top_k", 0), ("top_k", 2.5), ("min_p", -0.1),
            ("typical_p", 0), ("epsilon", 1.5), ("eta", -1), ("temperature", -1)]
-    got = run_node({"raw": [], "pages": [], "render_js": "", "data": None,
-                    "errors": [{"rule": r, "value": v} for r, v in bad]})["errors"]
+    errors = [{"rule": r, "value": v} for r, v in bad]
+    got = run_node({"raw": [], "errors": errors})["errors"]
     for (rule, value), js in zip(bad, got):
         assert js["error"].startswith(f"{rule}={value} is invalid: {rule} must be"), js
         with pytest.raises(ValueError, match=f"{rule}={value} is invalid"):
@@ -219,3 +219,4 @@ def test_static_explorer_is_a_vega_lite_chart_of_the_embedded_logits(figure, tok
     assert len(rows) == 63 * len(explorer.CONTEXTS)
     assert {r["ch"] for r in rows} == {explorer.char_label(c) for c in tok.chars}
     assert "http" not in json.dumps(spec).replace(spec["$schema"], "")  # no fetching
+    assert [c["text"] for c in figure.data["contexts"]] == list(explorer.CONTEXTS.values())

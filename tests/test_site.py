@@ -186,12 +186,22 @@ LAYOUT = """el => {
   const box = r => r.getBoundingClientRect();
   const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
                          Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  // a text's outline on the screen, rotated labels too: four corners
+  const corners = t => { const b = t.getBBox(), m = t.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
+            [b.x, b.y + b.height]].map(([x, y]) => new DOMPoint(x, y).matrixTransform(m)); };
+  const overlap = (p, q) => [p, q].every(poly => poly.every((a, i) => {  // no gap on any axis
+    const b = poly[(i + 1) % 4], nx = a.y - b.y, ny = b.x - a.x;
+    const proj = pts => pts.map(c => c.x * nx + c.y * ny), n = Math.hypot(nx, ny);
+    const [u, v] = [proj(p), proj(q)];
+    return Math.min(Math.max(...u), Math.max(...v)) -
+           Math.max(Math.min(...u), Math.min(...v)) > n; }));  // by more than 1 px
   const pairs = xs => xs.flatMap((a, i) => xs.slice(i + 1).map(b => [a, b]));
-  const texts = g => Array.from(g.querySelectorAll('text'))
-    .filter(t => t.textContent.trim());
+  const shown = t => t.textContent.trim() && getComputedStyle(t).opacity !== '0';
+  const texts = g => Array.from(g.querySelectorAll('text')).filter(shown);
   const sizes = texts(svg).map(t => parseFloat(getComputedStyle(t).fontSize));
   const collide = Array.from(svg.querySelectorAll('g.role-axis-label')).flatMap(g =>
-    pairs(texts(g)).filter(([a, b]) => meet(box(a), box(b)))
+    pairs(texts(g)).filter(([a, b]) => overlap(corners(a), corners(b)))
       .map(([a, b]) => a.textContent + '/' + b.textContent));
   const views = Array.from(svg.querySelectorAll(
     'g.role-scope[class*="concat_"] > g > path.background'));
