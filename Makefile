@@ -80,7 +80,7 @@ LAB_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/lab \
 lab: $(STAMP)
 	rm -rf $(LAB_STATE)/workspaces
 	$(BIN)/jupyter trust notebooks/*.ipynb
-	$(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
 
 execute: $(STAMP)
 	$(PINNED) $(BIN)/python -m shakespeare_lm.book execute $(NB)
