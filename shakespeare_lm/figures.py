@@ -62,6 +62,11 @@ def _js_number(v) -> str | None:
     return None if "e" in text else text
 
 
+# Vega's built-in signals: a Vega-Lite param may not take these names
+VEGA_SIGNALS = frozenset({"width", "height", "padding", "autosize", "background",
+                          "cursor", "datum", "item", "event", "parent"})
+
+
 @dataclass
 class Slider:
     """A slider over a fixed list of values; ``value`` is the initial one."""
@@ -76,6 +81,10 @@ class Slider:
         self.values = list(self.values)
         if not self.values:
             raise ValueError(f"slider {self.name!r} has no values")
+        if self.name in VEGA_SIGNALS:
+            raise ValueError(f"slider name {self.name!r} is one of Vega's own signals "
+                             f"{sorted(VEGA_SIGNALS)}: a param of that name would resize or "
+                             "restyle the chart. Rename it, e.g. 'beam_width'")
         if self.value is None:
             self.value = self.values[0]
         if self.value not in self.values:

@@ -23,6 +23,7 @@ so are the inline values of a Markdown cell with that tag (prose that quotes a t
 from __future__ import annotations
 
 import configparser
+import json
 import os
 import re
 import shlex
@@ -79,7 +80,7 @@ def cell_texts(cell: dict, subs: list[tuple[re.Pattern, str]]) -> list[str]:
         elif kind == "error":
             texts.append(f"{out['ename']}: {out['evalue']}")
         else:
-            texts += [f"{mime}: {_join(v)}" for mime, v in sorted(out.get("data", {}).items())
+            texts += [f"{mime}: {_as_text(v)}" for mime, v in sorted(out.get("data", {}).items())
                       if mime not in SKIPPED_MIME]
     texts += [f"{name}: {text}" for name, text in sorted(streams.items())]
     for pattern, repl in subs:
@@ -93,6 +94,15 @@ def inline_texts(cell: dict) -> list[str]:
 
     return [f"{e['expression']}: {stored_text(e['result'])[1]}"
             for e in cell.get("metadata", {}).get("user_expressions", [])]
+
+
+def _as_text(value) -> str:
+    """An output's data as text; JSON data (a Vega-Lite spec) with sorted keys, as nbformat
+    stores it, so a fresh in-memory output and a stored one compare alike."""
+    if isinstance(value, (dict, list)) and not (isinstance(value, list)
+                                                 and all(isinstance(v, str) for v in value)):
+        return json.dumps(value, sort_keys=True)
+    return _join(value)
 
 
 def _join(value) -> str:

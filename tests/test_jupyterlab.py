@@ -296,7 +296,8 @@ def _run_all(lab, panel):
     lab.menu("Run", "Run All Cells")
     try:
         lab.page.wait_for_function(  # a number in every code cell's prompt: none queued
-            "p => [...p.querySelectorAll('.jp-CodeCell .jp-InputPrompt')]"
+            # (a folded check cell shows a placeholder whose own prompt never updates)
+            "p => [...p.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]"
             ".every(e => /\\[\\d+\\]/.test(e.textContent))",
             arg=panel.element_handle(), timeout=150_000, polling=500)
         lab.wait_idle(panel)
@@ -309,12 +310,14 @@ def _run_all(lab, panel):
 
 
 def _varying(nb: dict) -> set[str]:
-    """Glue names set in cells whose output varies by run (timings), tagged so."""
+    """Glue names whose values vary by run (timings): glued in a code cell tagged
+    nbval-ignore-output, or shown in prose tagged so."""
     names = set()
     for cell in nb["cells"]:
         if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
             source = "".join(cell["source"])
             names.update(re.findall(r"glue\(\s*[\"'](\w+)[\"']", source))
+            names.update(re.findall(r"glued\.(\w+)", source))
     return names
 
 
@@ -343,7 +346,11 @@ def test_run_all_evaluates_the_prose_and_drives_the_widgets(lab):
     committed value, unless glued from a timing cell), a widget answers its slider."""
     panel = lab.open(RUN)
     assert lab.server.marked > 0, f"{RUN} stores no prose values: re-execute it"
-    shown = "".join(t or "" for t in _markdown_texts(panel))
+    deadline = time.monotonic() + 60  # jupyterlab-myst renders the cells one by one
+    while MARKER not in (shown := "".join(t or "" for t in _markdown_texts(panel))):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert MARKER in shown, "before running, the prose should show the stored values"
     start = time.monotonic()
     _run_all(lab, panel)
