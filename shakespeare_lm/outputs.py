@@ -127,7 +127,8 @@ def numbers_agree(stored: str, fresh: str) -> str | None:
         if i < min(len(a_nums), len(b_nums)):
             x, y = a_nums[i], b_nums[i]
             unit = max(_last_digit_unit(x), _last_digit_unit(y))
-            if abs(float(x.replace(",", "")) - float(y.replace(",", ""))) > unit * (1 + 1e-9):
+            # 1e-6 of a unit of slack: binary floats cannot hold 50.009131 - 50.009132 exactly
+            if abs(float(x.replace(",", "")) - float(y.replace(",", ""))) > unit * (1 + 1e-6):
                 return (f"{x} became {y}: more than one unit ({unit:g}) in its last shown digit, "
                         f"at {stored[max(0, offset - 40):offset + len(x) + 20]!r}")
             offset += len(x)
