@@ -34,12 +34,11 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
 from shakespeare_lm.citations import bibliography
-from tests.test_site import CHROMIUM, CHROMIUM_ARGS, REQUIRED
+from tests.test_site import CHROMIUM, CHROMIUM_ARGS, REQUIRED, offline_router
 
 ROOT = Path(__file__).resolve().parent.parent
 JUPYTER = Path(sys.executable).with_name("jupyter")
@@ -149,17 +148,9 @@ class LabPage:
         self.server, self.errors, self.external = server, [], []
         self.page = browser.new_page(viewport={"width": 1280, "height": 900})
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.route("**/*", self._route)
+        self.page.route("**/*", offline_router(self.external))
         self.page.goto(f"{server.url}/lab/tree/{UNRUN}?token={server.token}")
         self.panels = {UNRUN: self._panel(UNRUN, kernel=False)}
-
-    def _route(self, route):
-        url = urlparse(route.request.url)
-        if url.scheme in ("data", "blob") or url.hostname == "127.0.0.1":
-            route.continue_()
-        else:  # record and refuse: nothing may leave the machine
-            self.external.append(route.request.url)
-            route.abort()
 
     def open(self, name: str):
         """Open a second chapter from the file browser, beside the first."""

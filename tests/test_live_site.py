@@ -9,7 +9,6 @@ Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BRO
 from __future__ import annotations
 
 import json
-from urllib.parse import urlparse
 
 import numpy as np
 import pytest
@@ -18,7 +17,7 @@ import torch
 import shakespeare_lm as slm
 from shakespeare_lm import explorer, rules
 
-from .test_site import SITE, browser, missing, site_url  # noqa: F401  (fixtures)
+from .test_site import SITE, browser, missing, offline_router, site_url  # noqa: F401  (fixtures)
 
 PAGE = "book/live.html"
 HELDOUT = SITE.parent.parent / "data" / "shakespeare_heldout.txt"
@@ -36,18 +35,10 @@ class LiveVisit:
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        self.page.route("**/*", self._route)
+        self.page.route("**/*", offline_router(self.external, ("data", "blob", "file")))
         self.page.goto(url, wait_until="load")
         self.page.wait_for_function(READY, timeout=30000)
         self.page.evaluate("window.slm.ready.then(() => true)")
-
-    def _route(self, route):
-        url = urlparse(route.request.url)
-        if url.scheme in ("data", "blob", "file") or url.hostname == "127.0.0.1":
-            route.continue_()
-        else:
-            self.external.append(route.request.url)
-            route.abort()
 
     def check_clean(self):
         assert self.external == [], f"requests that would leave the machine: {self.external}"

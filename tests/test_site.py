@@ -101,6 +101,20 @@ def typeset_math(page) -> None:
         page.evaluate("MathJax.startup.promise")
 
 
+def offline_router(external: list, local_schemes=("data", "blob")):
+    """A Playwright route handler: requests to 127.0.0.1 or a ``local_schemes`` URL go
+    through; any other is recorded in ``external`` and refused (nothing may leave the
+    machine)."""
+    def route(route):
+        url = urlparse(route.request.url)
+        if url.scheme in local_schemes or url.hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            external.append(route.request.url)
+            route.abort()
+    return route
+
+
 class PageVisit:
     """Open one page, recording console errors, failed and off-machine requests."""
 
@@ -110,17 +124,9 @@ class PageVisit:
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        self.page.route("**/*", self._route)
+        self.page.route("**/*", offline_router(self.external))
         response = self.page.goto(url, wait_until="load")
         assert response is not None and response.ok, f"{url}: HTTP {response and response.status}"
-
-    def _route(self, route):
-        url = urlparse(route.request.url)
-        if url.scheme in ("data", "blob") or url.hostname == "127.0.0.1":
-            route.continue_()
-        else:  # record and refuse: nothing may leave the machine
-            self.external.append(route.request.url)
-            route.abort()
 
     def close(self):
         self.page.close()
