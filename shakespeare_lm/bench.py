@@ -121,12 +121,13 @@ def beam_text(bm: dict) -> str:
 def speculative_text(sp: dict) -> str:
     pl = sp["plain_seconds"]
     lines = [f"\n6. speculative decoding at batch 1, {sp['new_tokens']} characters at "
-             f"T={sp['temperature']:g} (sliding window), median of {sp['repeats']} interleaved "
-             f"repeats [paired min-max]; plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} "
-             f"tokens/s ({1e3 * min(pl):.0f}-{1e3 * max(pl):.0f} ms)",
+             f"T={sp['temperature']:g} (sliding window), {sp['repeats']} interleaved repeats; "
+             f"plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} tokens/s (median; "
+             f"{1e3 * min(pl):.0f}-{1e3 * max(pl):.0f} ms a run). A speedup is the median of "
+             "the per-repeat ratios [their min-max]",
              "   draft          gamma  accept  chars/pass (predicted)  cost ratio  speedup [min-max]"]
     for r in sp["rows"]:
-        flag = "" if r["trustworthy"] else f"  (!) spread {r['spread']:.0%}"
+        flag = "" if r["trustworthy"] else f"  (!) ratio spread {r['spread']:.0%}"
         lines.append(f"   {r['draft']:14s} {r['gamma']:5d}  {r['acceptance_rate']:6.3f}  "
                      f"{r['tokens_per_pass']:10.2f} ({r['predicted_tokens_per_pass']:.2f})  "
                      f"{r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x [{r['speedup_min']:.2f}-"
@@ -135,11 +136,13 @@ def speculative_text(sp: dict) -> str:
             acc = ", ".join(f"{a:.2f}" for a in r["per_position_acceptance"])
             lines.append(f"   {'':14s} acceptance per head position: {acc}")
     b = sp["best"]
-    lines.append(f"   best: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x "
-                 f"[{b['speedup_min']:.2f}-{b['speedup_max']:.2f}] over plain decoding")
+    trusted = "" if b["trustworthy"] else " (NOT trustworthy: no row was)"
+    lines.append(f"   best trustworthy: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x "
+                 f"[{b['speedup_min']:.2f}-{b['speedup_max']:.2f}] over plain decoding{trusted}")
     if not all(r["trustworthy"] for r in sp["rows"]):
-        lines.append(f"   WARNING: rows marked (!) vary by more than {SPREAD_LIMIT:.0%} between "
-                     "repeats: the machine is busy, do not trust those ratios")
+        lines.append(f"   WARNING: in rows marked (!) the per-repeat ratios vary by more than "
+                     f"{SPREAD_LIMIT:.0%} of their median: the machine is busy, do not trust "
+                     "those ratios")
     return "\n".join(lines)
 
 

@@ -9,7 +9,7 @@ so every row compares two implementations of the same computation:
    number of draft tokens per round (``num_assistant_tokens``, constant schedule, no
    confidence cut-off), and once with transformers' own defaults;
 3. prompt lookup: ours with ``PromptLookupDraft`` vs ``prompt_lookup_num_tokens=``;
-4. our best exact configuration of any draft (with the 4-gram and the draft heads, which
+4. our best exact configuration of any draft (with the n-grams and the draft heads, which
    transformers has no counterpart for) vs transformers' best assisted generation.
 
 Greedy (T=0) and T=1 for each. transformers samples with ``top_k=0`` (its default is top-k
@@ -17,9 +17,10 @@ Greedy (T=0) and T=1 for each. transformers samples with ``top_k=0`` (its defaul
 
 Noise: the cases run round-robin (each repeat visits every case, in a rotated order, after
 one untimed warm-up of each), and each figure is the median of the repeats with its min-max
-spread. A ratio is the ratio of medians, with the range of the per-repeat (paired) ratios
-beside it, and is flagged as untrustworthy when a spread exceeds 30% of its median. Both
-sides use the same ``torch.set_num_threads`` (1 by default; ``--threads``).
+spread. A ratio is the median of the per-repeat (paired) ratios, with their range beside
+it, and is flagged as untrustworthy when that range exceeds 30% of its median
+(``timing.paired_ratio``). Both sides use the same ``torch.set_num_threads`` (1 by
+default; ``--threads``).
 
 The prompt plus the generated text must fit the 256-character window (transformers cannot
 slide it), and transformers' prompt lookup fails (IndexError) when its proposals would run
@@ -44,11 +45,12 @@ from .hf import hf_inputs, to_transformers
 from .heads import HEADS_FILE, load_heads
 from .speculative import (BENCH_PROMPT, HeadsDraft, NGramDraft, PromptLookupDraft,
                           speculative_decode)
-from .timing import interleaved, relative_spread, write_json
+from .speculative.benchmark import NGRAM_ORDERS
+from .timing import interleaved, paired_ratio, relative_spread, write_json
 from .weights import load_pretrained
 
 PROMPT = BENCH_PROMPT  # the speculative bench's prompt, so the two benches are comparable
-SPREAD_LIMIT = 0.3   # (max - min) / median above which a figure is too noisy for a ratio
+SPREAD_LIMIT = 0.3   # (max - min) / median of a case's timings, shown as "(!)"
 
 
 @dataclass
@@ -141,10 +143,10 @@ def build_cases(model, draft, tok, prompt: str, new_tokens: int, gammas, tempera
 
 def ours_only_cases(model, tok, prompt: str, new_tokens: int, gammas, temperatures,
                     seed: int = 0) -> list[Case]:
-    """Our drafts transformers has no counterpart for: the 4-gram and the shipped draft heads
+    """Our drafts transformers has no counterpart for: the n-grams and the shipped draft heads
     (when ``data/heads.safetensors`` is there), so that our best exact configuration of any
     draft meets transformers' assisted generation in the same run."""
-    drafts = {"4-gram": NGramDraft(tok, order=4)}
+    drafts = {f"{n}-gram": NGramDraft(tok, order=n) for n in NGRAM_ORDERS}
     if HEADS_FILE.exists():
         drafts["heads"] = HeadsDraft(load_heads(model))
     return [Case(f"{name} g{g} T={T:g} ours", "ours", name, T, 1, g,
@@ -161,23 +163,26 @@ def measure(cases: list[Case], repeats: int, device, log=print) -> None:
 
 
 def compare(ours: Case, theirs: Case) -> dict:
-    """How many times faster ``ours`` is than ``theirs`` (per token: same token counts)."""
-    paired = [t / o for o, t in zip(ours.seconds, theirs.seconds)]
-    noisy = max(ours.spread, theirs.spread) > SPREAD_LIMIT
-    return {"ours": ours.key, "theirs": theirs.key, "ratio": theirs.median / ours.median,
-            "paired_min": min(paired), "paired_max": max(paired), "trustworthy": not noisy}
+    """How many times faster ``ours`` is than ``theirs`` (per token: same token counts): the
+    median of the per-repeat ratios, their min-max, and whether their spread allows trusting
+    it (``timing.paired_ratio``)."""
+    r = paired_ratio(theirs.seconds, ours.seconds)
+    return {"ours": ours.key, "theirs": theirs.key, "ratio": r["ratio"],
+            "paired_min": r["ratio_min"], "paired_max": r["ratio_max"],
+            "spread": r["ratio_spread"], "trustworthy": r["trustworthy"]}
 
 
 def _fmt_case(c: Case, new_tokens: int) -> str:
     s = c.summary(new_tokens)
-    flag = "  (!) spread too large" if c.spread > SPREAD_LIMIT else ""
+    flag = "  (!) timings vary" if c.spread > SPREAD_LIMIT else ""
     return (f"   {c.key:42s} {s['tokens_per_s']:9.0f} tok/s  [{s['tokens_per_s_min']:.0f}-"
             f"{s['tokens_per_s_max']:.0f}]  median {1e3 * c.median:8.1f} ms, spread "
             f"{100 * c.spread:4.0f}%{flag}")
 
 
 def _fmt_ratio(label: str, r: dict) -> str:
-    warn = "" if r["trustworthy"] else "  WARNING: spread > 30%, do not trust this ratio"
+    warn = ("" if r["trustworthy"] else
+            f"  WARNING: per-repeat ratios vary by {r['spread']:.0%} > 30%, do not trust it")
     return (f"   {label:60s} {r['ratio']:5.2f}x  (paired {r['paired_min']:.2f}-"
             f"{r['paired_max']:.2f}){warn}")
 
@@ -189,7 +194,7 @@ def main(argv: list[str] | None = None) -> dict:
                         help="torch.set_num_threads for both sides (default 1)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--chars", type=int, default=400, help="characters requested")
-    parser.add_argument("--gammas", default="2,4,6", help="draft tokens per round")
+    parser.add_argument("--gammas", default="2,4,6,8,10", help="draft tokens per round")
     parser.add_argument("--temperatures", default="0,1")
     parser.add_argument("--batches", default="1,64")
     parser.add_argument("--json", help="also write the results to this file")

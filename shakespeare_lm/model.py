@@ -112,7 +112,9 @@ class KVCacheHandle:
         if tuple(self.pad.shape) != (batch,):
             raise ValueError(f"pad has shape {tuple(self.pad.shape)}; it must be ({batch},), "
                              "one left-padding count per row")
+        self._padded = bool(self.pad.any())
         self.length = 0  # slots 0..length-1 hold keys and values that may be read
+        self._causal: torch.Tensor | None = None  # (max_len, max_len) lower triangle, on demand
         model._attach(self.layers)
 
     def __repr__(self) -> str:
@@ -158,6 +160,47 @@ class KVCacheHandle:
         mask = (visible | (slots[None, None, :] == input_pos[None, :, None]))[:, None]  # (B,1,T,S)
         return pos, mask
 
+    @property
+    def padded(self) -> bool:
+        """Whether any row has left padding (then every pass needs its own mask)."""
+        return self._padded
+
+    def slots(self, idx: torch.Tensor, input_pos: torch.Tensor) -> tuple[int, int] | None:
+        """(first, end) when the chunk idx (B, T) fills the consecutive slots first..end-1 of
+        rows without padding: the case where ``Transformer`` takes its direct path. Checks
+        the batch and the bounds as ``positions_and_mask`` does; None otherwise."""
+        T = idx.shape[1]
+        first, last = int(input_pos[0]), int(input_pos[-1])
+        if last - first != T - 1 or self._padded:
+            return None
+        if idx.shape[0] != self.batch:
+            raise ValueError(f"idx has {idx.shape[0]} rows but the KV cache was set up for "
+                             f"batch {self.batch}: feed one row per cache row")
+        if last >= self.max_len:
+            raise ValueError(f"input_pos reaches slot {last} but the KV cache holds "
+                             f"{self.max_len} slots (0..{self.max_len - 1}); set it up with "
+                             f"max_len >= {last + 1}: model.cache(batch, max_len)")
+        if last >= self.model.config.block_size:
+            raise ValueError(f"position {last} is past the context of "
+                             f"{self.model.config.block_size}")
+        self.length = max(self.length, last + 1)
+        return first, last + 1
+
+    def causal_mask(self, first: int, end: int) -> torch.Tensor | None:
+        """The (T, end) additive mask of queries at slots first..end-1 over slots 0..end-1
+        of rows without padding: each sees itself and every earlier slot. None for one query,
+        which sees every slot it is given."""
+        if end - first == 1:
+            return None
+        if self._causal is None:  # additive: 0 where visible, -inf elsewhere, which is what
+            # attention turns a boolean mask into on every call; made once here instead
+            dtype = self.layers[0].k_cache.dtype
+            visible = torch.ones(self.max_len, self.max_len, dtype=torch.bool,
+                                 device=self.pad.device).tril()
+            self._causal = torch.zeros(visible.shape, dtype=dtype, device=visible.device
+                                       ).masked_fill_(~visible, float("-inf"))
+        return self._causal[first:end, :end]
+
     def reset(self) -> None:
         """Forget every slot (the padding stays)."""
         for c in self.layers:
@@ -180,6 +223,7 @@ class KVCacheHandle:
         for c in self.layers:
             c.reorder(rows)
         self.pad = self.pad.index_select(0, rows)
+        self._padded = bool(self.pad.any())
         self.batch = len(rows)
 
     def copy_slot(self, slot: int, rows: torch.Tensor) -> None:
@@ -191,12 +235,15 @@ class KVCacheHandle:
     def park(self, min_pad: int) -> None:
         """Raise every row's padding to at least ``min_pad``: a row whose window is full
         (its outputs are discarded) then keeps its positions inside the context."""
-        self.pad.clamp_(min=min_pad)
+        if min_pad > 0:
+            self.pad.clamp_(min=min_pad)
+            self._padded = bool(self.pad.any())
 
     def set_padding(self, pad) -> None:
         """Each row's left padding from now on (B,): a row that starts a new text at slot s
         gets padding s, so it sees only its own slots."""
         self.pad = torch.as_tensor(pad, device=self.pad.device).clone()
+        self._padded = bool(self.pad.any())
 
     def drop_oldest(self, shift: int) -> None:
         """Shift every row ``shift`` slots left, dropping its oldest slots (and padding)."""
@@ -204,6 +251,7 @@ class KVCacheHandle:
             for buf in (c.k_cache, c.v_cache):  # (B, nh, L, hs)
                 buf[:, :, : buf.shape[2] - shift] = buf[:, :, shift:].clone()
         self.pad = (self.pad - shift).clamp(min=0)
+        self._padded = bool(self.pad.any())
         self.length = max(0, self.length - shift)
 
 
@@ -334,12 +382,42 @@ class Transformer(nn.Module):
             if self._cache is None:
                 raise RuntimeError("input_pos given but no KV cache: run the model inside "
                                    "`with model.cache(batch, max_len) as cache:`")
+            span = None if self.training else self._cache.slots(idx, input_pos)
+            if span is not None:
+                return self._forward_direct(idx, *span, return_hidden)
             pos, mask = self._cache.positions_and_mask(idx, input_pos)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
         for blk in self.blocks:
             x = blk(x, input_pos, mask)
         h = self.ln_f(x)
         logits = self.lm_head(h)
+        return (logits, h) if return_hidden else logits
+
+
+    def _forward_direct(self, idx: torch.Tensor, first: int, end: int, return_hidden: bool):
+        """The cached pass of ``forward`` for rows without padding at consecutive slots
+        first..end-1, written as direct calls on the weights. The arithmetic is the modules'
+        own, operation for operation (the tests check the logits bit for bit); what goes is
+        the per-module call overhead and the per-pass mask, which dominate a decode step on a
+        CPU: a query at slot s sees slots 0..s, so one query needs no mask at all."""
+        B, T = idx.shape
+        C, nh, hs = self.config.d_model, self.config.n_head, self.config.head_dim
+        mask = self._cache.causal_mask(first, end)
+        x = self.tok_emb.weight[idx] + self.pos_emb.weight[first:end]   # (B, T, C)
+        for blk, kv in zip(self.blocks, self._cache.layers):
+            a, m = blk.attn, blk.mlp
+            h = F.layer_norm(x, (C,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
+            qkv = F.linear(h, a.qkv.weight, a.qkv.bias).view(B, T, 3, nh, hs)
+            q, k, v = qkv.permute(2, 0, 3, 1, 4)                           # each (B, nh, T, hs)
+            kv.k_cache[:, :, first:end] = k
+            kv.v_cache[:, :, first:end] = v
+            y = F.scaled_dot_product_attention(q, kv.k_cache[:, :, :end], kv.v_cache[:, :, :end],
+                                               attn_mask=mask)
+            x = x + F.linear(y.transpose(1, 2).reshape(B, T, C), a.proj.weight, a.proj.bias)
+            h = F.layer_norm(x, (C,), blk.ln2.weight, blk.ln2.bias, blk.ln2.eps)
+            x = x + F.linear(F.gelu(F.linear(h, m.fc.weight, m.fc.bias)), m.proj.weight, m.proj.bias)
+        h = F.layer_norm(x, (C,), self.ln_f.weight, self.ln_f.bias, self.ln_f.eps)
+        logits = F.linear(h, self.lm_head.weight)
         return (logits, h) if return_hidden else logits
 
 

@@ -86,6 +86,22 @@ def relative_spread(seconds: list[float]) -> float:
     return (max(seconds) - min(seconds)) / statistics.median(seconds)
 
 
+def paired_ratio(baseline: list[float], other: list[float]) -> dict:
+    """How many times faster ``other`` ran than ``baseline``, from repeats timed side by
+    side (``interleaved``): the per-repeat ratios baseline[i] / other[i], their median
+    ("ratio"), min and max, and their spread, (max - min) / median. A burst of load during
+    one repeat slows both runs of that repeat, so paired ratios vary far less than the
+    timings do; a ratio whose spread exceeds ``RATIO_SPREAD_LIMIT`` is not to be trusted."""
+    paired = [b / o for b, o in zip(baseline, other)]
+    mid = statistics.median(paired)
+    spread = (max(paired) - min(paired)) / mid
+    return {"ratio": mid, "ratio_min": min(paired), "ratio_max": max(paired),
+            "ratio_spread": spread, "trustworthy": spread <= RATIO_SPREAD_LIMIT}
+
+
+RATIO_SPREAD_LIMIT = 0.3  # (max - min) / median of paired ratios above which a ratio is noise
+
+
 def model_device(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 

@@ -97,3 +97,28 @@ def test_handle_truncate_rejects_a_length_outside_the_cache(tiny):
     with tiny.cache(1, 8) as cache:
         with pytest.raises(ValueError, match=r"length=9 is invalid.*\[0, 8\]"):
             cache.truncate(9)
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+def test_direct_path_is_the_module_path_bit_for_bit(batch):
+    """Rows without padding take ``Transformer._forward_direct``; it must give the same bits
+    as the module-by-module pass it replaces (forced here by flagging the cache as padded,
+    which changes nothing else: every padding count is 0)."""
+    model = make_tiny()
+    torch.manual_seed(batch)
+    idx = torch.randint(0, model.config.vocab_size, (batch, 20))
+    chunks = [(0, 7), (7, 8), (8, 9), (9, 14), (14, 15), (15, 20)]  # prefill, steps, verifies
+
+    def run(direct: bool):
+        out = []
+        with model.cache(batch, 20) as cache:
+            cache._padded = not direct
+            for a, b in chunks:
+                out.append(model(idx[:, a:b], torch.arange(a, b), return_hidden=True))
+        return out
+
+    for (l1, h1), (l2, h2) in zip(run(True), run(False)):
+        assert torch.equal(l1, l2) and torch.equal(h1, h2)
+    with model.cache(batch, 20) as cache:  # the direct path checks the bounds as well
+        with pytest.raises(ValueError, match="reaches slot 20"):
+            model(idx[:, :1], torch.tensor([20]))

@@ -178,10 +178,35 @@ def test_ngram_draft_counts_and_backs_off(tok):
     a, b, c = tok.encode("abc")
     assert ng.distribution([a, b]).exp()[c] > 0.99    # "ab" is always followed by "c"
     assert ng.distribution([b]).exp()[c] > 0.99       # a shorter context uses the bigram table
-    for table in ng.log_tables:
-        torch.testing.assert_close(table.exp().sum(-1), torch.ones(table.shape[0]))
+    ids = tok.encode("abcd" * 3 + "zz")
+    for end in range(len(ids) + 1):                   # every context length, seen or not
+        torch.testing.assert_close(ng.distribution(ids[:end]).exp().sum(), torch.tensor(1.0))
     unseen = ng.distribution(tok.encode("zz")).exp()  # never seen: falls back to shorter contexts
     assert unseen.min() > 0
+
+
+def test_ngram_draft_matches_the_interpolation_formula(tok):
+    """A high order (sparse counts, remembered rows) against the formula worked by hand."""
+    text = "the cat sat on the mat. the cat ate."
+    ng = sp.NGramDraft(tok, order=6, smoothing=0.5, text=text)
+    ids, V = tok.encode(text), tok.vocab_size
+
+    def by_hand(ctx):
+        probs = torch.full((V,), 1.0 / V, dtype=torch.float64)
+        for k in range(len(ctx) + 1):                 # orders 1 .. len(ctx) + 1
+            c = ctx[len(ctx) - k:]
+            row = torch.zeros(V, dtype=torch.float64)
+            for i in range(len(ids) - k):
+                if ids[i:i + k] == c:
+                    row[ids[i + k]] += 1
+            probs = (row + 0.5 * probs) / (row.sum() + 0.5)
+        return probs
+
+    for ctx in ("the ca", "he cat", "xx the", "t", ""):
+        c = tok.encode(ctx)
+        torch.testing.assert_close(ng.distribution(c).exp().double(), by_hand(c[-5:]),
+                                   rtol=1e-5, atol=1e-7)
+        assert torch.equal(ng.distribution(c), ng.distribution(c))  # remembered, unchanged
 
 
 def test_prompt_lookup_proposes_what_followed_the_last_match(tok):
@@ -216,8 +241,8 @@ def test_bad_arguments_raise_clear_errors(tiny, tok, draft_model, kwargs, error,
 
 
 def test_bad_draft_settings_raise_clear_errors(tok):
-    with pytest.raises(ValueError, match="order=7"):
-        sp.NGramDraft(tok, order=7, text="abc")
+    with pytest.raises(ValueError, match="order=9"):
+        sp.NGramDraft(tok, order=9, text="abc")
     with pytest.raises(ValueError, match="max_ngram=1"):
         sp.PromptLookupDraft(tok.vocab_size, max_ngram=1, min_ngram=2)
 

@@ -15,3 +15,18 @@ def test_interleaved_warms_each_function_up_then_times_rotated_round_robin_passe
 def test_relative_spread_is_range_over_median():
     assert timing.relative_spread([1.0, 2.0, 3.0]) == pytest.approx(1.0)
     assert timing.relative_spread([2.0, 2.0]) == 0.0
+
+
+def test_paired_ratio_follows_bursts_that_hit_both_sides():
+    from shakespeare_lm.timing import paired_ratio
+
+    # repeat 2 ran during a burst that doubled both times: the timings spread by 100%,
+    # the paired ratios not at all
+    baseline, other = [1.0, 2.0, 1.0, 1.1], [0.5, 1.0, 0.5, 0.55]
+    r = paired_ratio(baseline, other)
+    assert r["ratio"] == pytest.approx(2.0) and r["ratio_spread"] == pytest.approx(0.0)
+    assert r["trustworthy"]
+    # a burst that hit only one side shows in the spread and the verdict
+    r = paired_ratio([1.0, 1.0, 1.0], [0.5, 1.0, 0.5])
+    assert r["ratio_min"] == pytest.approx(1.0) and r["ratio_max"] == pytest.approx(2.0)
+    assert r["ratio_spread"] == pytest.approx(0.5) and not r["trustworthy"]

@@ -101,12 +101,11 @@ def accept_reject(p: torch.Tensor, q: torch.Tensor, proposals: list[int],
     g = len(proposals)
     k = g
     if g:
-        rows = torch.arange(g, device=p.device)
-        d = torch.tensor(proposals, device=p.device)
-        ratio = p[rows, d] / q[rows, d]                  # q(d) > 0: d was drawn from q
-        u = torch.rand(g, generator=gen, device=p.device)
-        rejected = (u >= ratio).nonzero()                # accept with probability min(1, p/q)
-        k = int(rejected[0, 0]) if len(rejected) else g
+        d = torch.tensor(proposals, device=p.device)[:, None]
+        ratio = (p[:g].gather(1, d) / q.gather(1, d))[:, 0].tolist()  # q(d) > 0: d came from q
+        u = torch.rand(g, generator=gen, device=p.device).tolist()
+        # accept with probability min(1, p/q): the first i with u_i >= ratio_i is rejected
+        k = next((i for i in range(g) if u[i] >= ratio[i]), g)
     if k == g:
         nxt = p[g]                                       # all kept: a bonus token from p
     elif verifier == "exact":

@@ -1,9 +1,10 @@
 """Wall-clock speedup of speculative decoding over plain decoding, measured in one run.
 
 Noise: plain decoding and every (draft, gamma) run round-robin (``timing.interleaved``), so
-a burst of load on a shared machine falls on all of them; each speedup is the ratio of
-medians, with the range of the per-repeat (paired) ratios beside it, and is flagged when a
-timing's spread exceeds ``SPREAD_LIMIT`` of its median.
+a burst of load on a shared machine falls on all of them. Each speedup is the median of the
+per-repeat (paired) ratios, with their range beside it (``timing.paired_ratio``), and is
+flagged as untrustworthy when that range exceeds ``SPREAD_LIMIT`` of the median. Each
+timing is reported as a median with its own min-max spread as well.
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import statistics
 
 from ..generate import generate
 from ..model import Transformer
-from ..timing import interleaved, model_device, relative_spread
+from ..timing import RATIO_SPREAD_LIMIT, interleaved, model_device, paired_ratio, relative_spread
 from .algorithm import speculative_decode
 from .drafts import ModelDraft, NGramDraft, PromptLookupDraft, as_draft
 from .stats import expected_tokens_per_pass
 
 BENCH_PROMPT = "KATHARINA:\nMoved! in good time: let him that moved you "
-SPREAD_LIMIT = 0.3  # (max - min) / median above which a ratio is not to be trusted
+SPREAD_LIMIT = RATIO_SPREAD_LIMIT  # (max - min) / median of the paired ratios: above, noise
+NGRAM_ORDERS = (4, 6)  # the bench's n-gram drafts: the classic 4-gram, and a 6-gram
 
 
 def default_drafts(draft_model: Transformer | None, tok, heads=None,
@@ -35,8 +37,9 @@ def default_drafts(draft_model: Transformer | None, tok, heads=None,
 
 def bench_speculative(target: Transformer, draft_model: Transformer | None, tok, *,
                       prompt: str = BENCH_PROMPT, new_tokens: int = 400,
-                      gammas: tuple[int, ...] = (2, 4, 6), temperature: float = 1.0,
-                      seed: int = 0, repeats: int = 5, ngram_orders: tuple[int, ...] = (4,),
+                      gammas: tuple[int, ...] = (2, 4, 6, 8, 10), temperature: float = 1.0,
+                      seed: int = 0, repeats: int = 7,
+                      ngram_orders: tuple[int, ...] = NGRAM_ORDERS,
                       drafts: dict | None = None, heads=None,
                       keep_stats: bool = False) -> dict:
     """Wall-clock speedup of speculative decoding over plain KV-cache decoding
@@ -46,10 +49,12 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     Drafts: ``default_drafts(draft_model, tok, heads, ngram_orders)``, or the dict ``drafts``
     (name -> Draft, Transformer or DraftHeads). Timings: ``repeats`` interleaved runs after a
     warm-up; the draft's cost is included. Returns a dict: device, plain seconds (median and
-    all) and tokens/s, one row per (draft, gamma) with the median seconds, the speedup (ratio
-    of medians) and its paired min-max, whether the spread allows trusting it, acceptance
+    all) and tokens/s, one row per (draft, gamma) with the median seconds, the speedup (median
+    of the paired per-repeat ratios) with their min-max, whether their spread allows
+    trusting it, acceptance
     (overall and per draft position), tokens per pass (measured and i.i.d.-predicted), the
-    measured draft cost ratio; and the best row. ``keep_stats=True`` adds "stats":
+    measured draft cost ratio; and the best row (the fastest trustworthy one, or the
+    fastest of all when none is). ``keep_stats=True`` adds "stats":
     (draft, gamma) -> the ``SpeculativeStats`` of the warm-up run (every proposal's overlap
     and outcome; the timed runs repeat it exactly), which JSON cannot hold.
     """
@@ -72,7 +77,8 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
            "plain_s": statistics.median(plain), "plain_seconds": plain,
            "plain_spread": relative_spread(plain),
            "plain_tokens_per_s": new_tokens / statistics.median(plain), "rows": rows,
-           "best": max(rows, key=lambda r: r["speedup"])}
+           "best": max([r for r in rows if r["trustworthy"]] or rows,
+                       key=lambda r: r["speedup"])}
     if keep_stats:
         out["stats"] = {key: first[key].stats for key in seconds}
     return out
@@ -80,12 +86,12 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
 
 def _row(name: str, gamma: int, plain: list[float], spec: list[float], st) -> dict:
     """One (draft, gamma) row of ``bench_speculative``."""
-    paired = [p / s for p, s in zip(plain, spec)]
-    spread = max(relative_spread(plain), relative_spread(spec))
+    r = paired_ratio(plain, spec)
     return {"draft": name, "gamma": gamma, "seconds": statistics.median(spec),
-            "all_seconds": spec, "speedup": statistics.median(plain) / statistics.median(spec),
-            "speedup_min": min(paired), "speedup_max": max(paired), "spread": spread,
-            "trustworthy": spread <= SPREAD_LIMIT,
+            "all_seconds": spec, "speedup": r["ratio"],
+            "speedup_min": r["ratio_min"], "speedup_max": r["ratio_max"],
+            "spread": r["ratio_spread"], "timing_spread": relative_spread(spec),
+            "trustworthy": r["trustworthy"],
             "acceptance_rate": st.acceptance_rate,
             "per_position_acceptance": st.per_position_acceptance,
             "tokens_per_pass": st.tokens_per_pass,

@@ -112,10 +112,15 @@ class NGramDraft:
     Smoothing interpolates each order with the one below it (a Dirichlet prior with
     ``smoothing`` pseudo-counts on the shorter context's estimate, down to uniform), so every
     character has some probability and unseen contexts fall back to shorter ones. Contexts
-    shorter than ``order - 1`` (the very start of a text) use the lower-order tables.
+    shorter than ``order - 1`` (the very start of a text) use the lower orders.
+
+    Counts are kept sparse (only the n-grams the text contains), and a context's smoothed
+    distribution is worked out the first time it is asked for and then remembered, so orders
+    up to ``MAX_ORDER`` fit in memory and a repeated context costs one dictionary lookup.
     """
 
-    MAX_ORDER = 4  # dense tables: V^order entries (63^4 is 16M floats)
+    MAX_ORDER = 8
+    MEMO_LIMIT = 200_000  # remembered distributions; forgotten all at once past this
 
     def __init__(self, tok, order: int = 3, smoothing: float = 1.0, text: str | None = None):
         if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= self.MAX_ORDER:
@@ -130,24 +135,53 @@ class NGramDraft:
         if len(ids) < order:
             raise ValueError(f"text of {len(ids)} characters is too short to count {order}-grams")
         self.name, self.order, self.vocab_size = f"{order}-gram", order, V
-        probs = np.full((1, V), 1.0 / V)  # order 0: uniform
-        self.log_tables: list[torch.Tensor] = []  # [k]: (V^k, V) log P(next | last k ids)
+        self.smoothing = float(smoothing)
+        # per context length k: the contexts seen (base-V codes, sorted), where each one's
+        # followers start in ``nexts``/``counts``, and those followers with their counts
+        self._counts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
         for k in range(order):
             code = np.zeros(len(ids) - k, dtype=np.int64)
             for j in range(k + 1):  # base-V number of the (k+1)-gram, oldest id most significant
                 code = code * V + ids[j : len(ids) - k + j]
-            counts = np.bincount(code, minlength=V ** (k + 1)).reshape(V**k, V).astype(np.float64)
-            prior = probs[np.arange(V**k) % max(V ** (k - 1), 1)] if k else probs
-            probs = (counts + smoothing * prior) / (counts.sum(1, keepdims=True) + smoothing)
-            self.log_tables.append(torch.from_numpy(np.log(probs)).float())
+            grams, n = np.unique(code, return_counts=True)
+            contexts, first = np.unique(grams // V, return_index=True)
+            self._counts.append((contexts, np.append(first, len(grams)), grams % V,
+                                 n.astype(np.float64)))
+        self._memo: dict[tuple[int, int], np.ndarray] = {}
+        self._logits: dict[tuple[int, ...], torch.Tensor] = {}
+
+    def _probs(self, ids) -> np.ndarray:
+        """P(next | ids) (V,) in float64, ids being the last k < order ids (k may be 0)."""
+        k, code = len(ids), 0
+        for i in ids:
+            code = code * self.vocab_size + i
+        key = (k, code)
+        probs = self._memo.get(key)
+        if probs is not None:
+            return probs
+        prior = (np.full(self.vocab_size, 1.0 / self.vocab_size) if k == 0
+                 else self._probs(ids[1:]))
+        contexts, starts, nexts, counts = self._counts[k]
+        j = int(np.searchsorted(contexts, code))
+        row = np.zeros(self.vocab_size)
+        if j < len(contexts) and contexts[j] == code:
+            row[nexts[starts[j]:starts[j + 1]]] = counts[starts[j]:starts[j + 1]]
+        probs = (row + self.smoothing * prior) / (row.sum() + self.smoothing)
+        if len(self._memo) >= self.MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = probs
+        return probs
 
     def distribution(self, ids: list[int]) -> torch.Tensor:
         """log P(next | ids) (V,) from the last ``order - 1`` ids (fewer at the start)."""
-        k = min(self.order - 1, len(ids))
-        index = 0
-        for i in ids[len(ids) - k:]:
-            index = index * self.vocab_size + i
-        return self.log_tables[k][index]
+        ctx = tuple(ids[len(ids) - min(self.order - 1, len(ids)):])
+        out = self._logits.get(ctx)
+        if out is None:
+            out = torch.from_numpy(np.log(self._probs(ctx))).float()
+            if len(self._logits) >= self.MEMO_LIMIT:
+                self._logits.clear()
+            self._logits[ctx] = out
+        return out
 
     def start(self, ids: list[int], max_len: int) -> None:
         pass
