@@ -382,7 +382,8 @@ class Transformer(nn.Module):
             if self._cache is None:
                 raise RuntimeError("input_pos given but no KV cache: run the model inside "
                                    "`with model.cache(batch, max_len) as cache:`")
-            span = None if self.training else self._cache.slots(idx, input_pos)
+            span = (None if self.training or self._hooked()
+                    else self._cache.slots(idx, input_pos))
             if span is not None:
                 return self._forward_direct(idx, *span, return_hidden)
             pos, mask = self._cache.positions_and_mask(idx, input_pos)
@@ -393,6 +394,26 @@ class Transformer(nn.Module):
         logits = self.lm_head(h)
         return (logits, h) if return_hidden else logits
 
+
+    def _hooked(self) -> bool:
+        """Whether a forward hook watches a submodule (or every module): then the cached
+        pass goes module by module, so the hook sees what it was registered for (chapter 1
+        counts positions with a hook on ``tok_emb``). The direct path calls no module."""
+        from torch.nn.modules import module as m
+
+        if m._global_forward_hooks or m._global_forward_pre_hooks:
+            return True
+        return any(mod._forward_hooks or mod._forward_pre_hooks for mod in self._submodules())
+
+    def _submodules(self) -> list[nn.Module]:
+        subs = self.__dict__.get("_subs")
+        if subs is None:  # the module tree is fixed after construction
+            subs = self.__dict__["_subs"] = list(self.modules())[1:]
+        return subs
+
+    def __getstate__(self):  # copies and pickles list their own submodules again
+        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
+        return {k: v for k, v in state.items() if k != "_subs"}
 
     def _forward_direct(self, idx: torch.Tensor, first: int, end: int, return_hidden: bool):
         """The cached pass of ``forward`` for rows without padding at consecutive slots

@@ -122,3 +122,27 @@ def test_direct_path_is_the_module_path_bit_for_bit(batch):
     with model.cache(batch, 20) as cache:  # the direct path checks the bounds as well
         with pytest.raises(ValueError, match="reaches slot 20"):
             model(idx[:, :1], torch.tensor([20]))
+
+
+def test_a_forward_hook_sees_every_cached_pass():
+    """A hook on a submodule (chapter 1 counts positions on ``tok_emb``) must fire on the
+    cached pass too: with a hook registered the model goes module by module, with the same
+    logits, and takes the direct path again once the hook is removed."""
+    model = make_tiny()
+    idx = torch.randint(0, model.config.vocab_size, (1, 6))
+    seen = []
+
+    def run():
+        with model.cache(1, 6):
+            return [model(idx[:, :4], torch.arange(4)), model(idx[:, 4:5], torch.tensor([4])),
+                    model(idx[:, 5:6], torch.tensor([5]))]
+
+    plain = run()
+    hook = model.tok_emb.register_forward_hook(lambda m, i, o: seen.append(i[0].numel()))
+    hooked = run()
+    hook.remove()
+    assert seen == [4, 1, 1]
+    assert all(torch.equal(a, b) for a, b in zip(plain, hooked))
+    seen.clear()
+    run()
+    assert seen == []
