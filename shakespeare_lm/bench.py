@@ -123,26 +123,29 @@ def speculative_text(sp: dict) -> str:
     lines = [f"\n6. speculative decoding at batch 1, {sp['new_tokens']} characters at "
              f"T={sp['temperature']:g} (sliding window), {sp['repeats']} interleaved repeats; "
              f"plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} tokens/s (median; "
-             f"{1e3 * min(pl):.0f}-{1e3 * max(pl):.0f} ms a run). A speedup is the median of "
-             "the per-repeat ratios [their min-max]",
+             f"{1e3 * min(pl):.0f}-{1e3 * max(pl):.0f} ms a run). Each run is paired with its own "
+             "plain run; a speedup is the median of the paired ratios [its 95% interval]",
              "   draft          gamma  accept  chars/pass (predicted)  cost ratio  speedup [min-max]"]
     for r in sp["rows"]:
-        flag = "" if r["trustworthy"] else f"  (!) ratio spread {r['spread']:.0%}"
+        flag = "" if r["trustworthy"] else f"  (!) interval {r['spread']:.0%} of the median"
+        again = f"  confirmed: {len(r['all_seconds'])} more pairs" if r["confirmed"] else ""
         lines.append(f"   {r['draft']:14s} {r['gamma']:5d}  {r['acceptance_rate']:6.3f}  "
                      f"{r['tokens_per_pass']:10.2f} ({r['predicted_tokens_per_pass']:.2f})  "
-                     f"{r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x [{r['speedup_min']:.2f}-"
-                     f"{r['speedup_max']:.2f}]{flag}")
+                     f"{r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x [{r['ci_low']:.2f}-"
+                     f"{r['ci_high']:.2f}]{flag}{again}")
         if r["draft"] == "heads":
             acc = ", ".join(f"{a:.2f}" for a in r["per_position_acceptance"])
             lines.append(f"   {'':14s} acceptance per head position: {acc}")
     b = sp["best"]
     trusted = "" if b["trustworthy"] else " (NOT trustworthy: no row was)"
     lines.append(f"   best trustworthy: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x "
-                 f"[{b['speedup_min']:.2f}-{b['speedup_max']:.2f}] over plain decoding{trusted}")
+                 f"[{b['ci_low']:.2f}-{b['ci_high']:.2f}] over plain decoding (per repeat "
+                 f"{b['speedup_min']:.2f}-{b['speedup_max']:.2f}, {len(b['all_seconds'])} "
+                 f"pairs){trusted}")
     if not all(r["trustworthy"] for r in sp["rows"]):
-        lines.append(f"   WARNING: in rows marked (!) the per-repeat ratios vary by more than "
-                     f"{SPREAD_LIMIT:.0%} of their median: the machine is busy, do not trust "
-                     "those ratios")
+        lines.append(f"   WARNING: in rows marked (!) the 95% interval of the median is wider "
+                     f"than {SPREAD_LIMIT:.0%} of it: the machine is busy, do not trust those "
+                     "ratios")
     return "\n".join(lines)
 
 
@@ -184,7 +187,8 @@ def main(argv: list[str] | None = None) -> dict:
         print(beam_text(bm))
         draft, _ = load_pretrained("draft", device=args.device)
         heads = load_heads(model) if HEADS_FILE.exists() else None
-        results["speculative"] = sp = bench_speculative(model, draft, tok, heads=heads)
+        results["speculative"] = sp = bench_speculative(model, draft, tok, heads=heads,
+                                                        confirm=2)
         print(speculative_text(sp))
         if args.peers:
             print("\n7. ours vs transformers on the same weights (python -m shakespeare_lm.bench_peers):")

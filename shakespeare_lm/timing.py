@@ -7,6 +7,7 @@ warm-up first so one-off costs (allocation, lazy initialisation) are not counted
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable, Hashable
@@ -81,6 +82,31 @@ def interleaved(runs: dict[Hashable, Callable[[], object]], repeats: int,
     return seconds, first
 
 
+def against_baseline(baseline: Callable[[], object], runs: dict[Hashable, Callable[[], object]],
+                     repeats: int, device: str | torch.device = "cpu"
+                     ) -> tuple[dict[Hashable, list[float]], dict[Hashable, list[float]],
+                                dict[Hashable, object]]:
+    """Time each function right beside its own run of ``baseline``: one untimed warm-up of
+    each, then ``repeats`` passes in a rotated order, in which every function runs back to
+    back with a fresh baseline run (baseline first in even passes, second in odd ones).
+    Each pair is timed within a second or two, so a burst of load that lasts longer falls on
+    both of its runs. Returns (baseline seconds paired with each key, seconds per key, each
+    function's warm-up result); ``paired_ratio(base[k], seconds[k])`` is k's speedup."""
+    baseline()
+    first = {k: fn() for k, fn in runs.items()}
+    sync(device)
+    keys = list(runs)
+    base, seconds = {k: [] for k in runs}, {k: [] for k in runs}
+    for r in range(repeats):
+        j = (r * len(keys)) // max(repeats, 1)
+        for k in keys[j:] + keys[:j]:
+            for which in (("base", k) if r % 2 == 0 else (k, "base")):
+                with Stopwatch(device) as sw:
+                    (baseline if which == "base" else runs[k])()
+                (base[k] if which == "base" else seconds[k]).append(sw.seconds)
+    return base, seconds, first
+
+
 def relative_spread(seconds: list[float]) -> float:
     """(max - min) / median of repeated timings: above ~0.3 a ratio of medians is noise."""
     return (max(seconds) - min(seconds)) / statistics.median(seconds)
@@ -88,15 +114,34 @@ def relative_spread(seconds: list[float]) -> float:
 
 def paired_ratio(baseline: list[float], other: list[float]) -> dict:
     """How many times faster ``other`` ran than ``baseline``, from repeats timed side by
-    side (``interleaved``): the per-repeat ratios baseline[i] / other[i], their median
-    ("ratio"), min and max, and their spread, (max - min) / median. A burst of load during
-    one repeat slows both runs of that repeat, so paired ratios vary far less than the
-    timings do; a ratio whose spread exceeds ``RATIO_SPREAD_LIMIT`` is not to be trusted."""
-    paired = [b / o for b, o in zip(baseline, other)]
+    side: the per-repeat ratios baseline[i] / other[i], their median ("ratio"), min and max,
+    a 95% interval for the median (``median_interval_rank``; min and max for up to 8
+    repeats) and its width relative to the median ("ratio_spread"). A burst of load during
+    a repeat slows both of its runs, so paired ratios vary far less than the timings do; a
+    ratio whose spread exceeds ``RATIO_SPREAD_LIMIT`` is not to be trusted."""
+    paired = sorted(b / o for b, o in zip(baseline, other))
     mid = statistics.median(paired)
-    spread = (max(paired) - min(paired)) / mid
-    return {"ratio": mid, "ratio_min": min(paired), "ratio_max": max(paired),
-            "ratio_spread": spread, "trustworthy": spread <= RATIO_SPREAD_LIMIT}
+    k = median_interval_rank(len(paired))
+    low, high = paired[k - 1], paired[len(paired) - k]
+    spread = (high - low) / mid
+    return {"ratio": mid, "ratio_min": paired[0], "ratio_max": paired[-1],
+            "ci_low": low, "ci_high": high, "ratio_spread": spread,
+            "trustworthy": spread <= RATIO_SPREAD_LIMIT}
+
+
+def median_interval_rank(n: int, level: float = 0.95) -> int:
+    """k such that the k-th smallest and k-th largest of n repeats bracket their median with
+    probability >= ``level``, whatever their distribution (the sign test's interval); the
+    largest such k, and 1 (min and max) when n is too small to reach ``level``. n = 7 gives
+    1, n = 15 gives 4: more repeats narrow the interval."""
+    best, below = 1, 0.0
+    for k in range(1, (n + 1) // 2 + 1):
+        below += math.comb(n, k - 1) / 2**n        # P(fewer than k of n fall below it)
+        if 2 * below <= 1 - level:
+            best = k
+        else:
+            break
+    return best
 
 
 RATIO_SPREAD_LIMIT = 0.3  # (max - min) / median of paired ratios above which a ratio is noise

@@ -249,13 +249,16 @@ def test_bad_draft_settings_raise_clear_errors(tok):
 
 def test_bench_reports_a_row_per_draft_and_gamma(tiny, tok, draft_model):
     drafts = {"model": draft_model, "lookup": sp.PromptLookupDraft(tok.vocab_size)}
-    out = sp.bench_speculative(tiny, None, tok, new_tokens=12, gammas=(1, 2), repeats=1,
+    out = sp.bench_speculative(tiny, None, tok, new_tokens=12, gammas=(1, 2), repeats=3,
                                drafts=drafts)
     assert [(r["draft"], r["gamma"]) for r in out["rows"]] == [
         ("model", 1), ("model", 2), ("lookup", 1), ("lookup", 2)]
     assert out["best"] in out["rows"] and out["plain_s"] > 0
-    assert all(r["speedup"] == pytest.approx(out["plain_s"] / r["seconds"]) for r in out["rows"])
-    assert all(r["speedup_min"] <= r["speedup_max"] and len(r["all_seconds"]) == 1 for r in out["rows"])
+    for r in out["rows"]:  # each run was paired with its own plain run
+        ratios = sorted(p / s for p, s in zip(r["plain_seconds"], r["all_seconds"]))
+        assert len(ratios) == 3 and r["speedup"] == pytest.approx(ratios[1])
+        assert (r["speedup_min"], r["speedup_max"]) == pytest.approx((ratios[0], ratios[2]))
+    assert len(out["plain_seconds"]) == 4 * 3
     assert all(len(r["per_position_acceptance"]) == r["gamma"] for r in out["rows"])
 
 
@@ -308,3 +311,29 @@ def test_greedy_speculative_slides_like_generate_past_the_context_window(
 def test_unknown_context_overflow_is_a_clear_error(tiny, tok):
     with pytest.raises(ValueError, match="context_overflow='wrap' is invalid"):
         slm.speculative_decode(tiny, tiny, tok, "K", 5, 2, context_overflow="wrap")
+
+
+def test_draw_is_the_inverse_cdf_and_never_draws_a_zero_weight():
+    from shakespeare_lm.speculative.algorithm import draw
+
+    weights = [0.0, 0.2, 0.0, 0.5, 0.3, 0.0]  # unnormalised is fine: total 1.0 here
+    assert draw(weights, 0.0) == 1 and draw(weights, 0.1999) == 1
+    assert draw(weights, 0.2) == 3 and draw(weights, 0.6999) == 3
+    assert draw(weights, 0.7) == 4 and draw(weights, 1 - 2**-24) == 4
+    assert draw([x * 7 for x in weights], 0.5) == 3          # scale does not matter
+    n = 10_000  # a grid of uniforms gives each index its share of them, to 1 in n
+    counts = [0] * len(weights)
+    for i in range(n):
+        counts[draw(weights, (i + 0.5) / n)] += 1
+    assert [c / n for c in counts] == pytest.approx(weights, abs=1 / n)
+
+
+def test_bench_with_a_shared_baseline_times_one_plain_run_per_pass(tiny, tok):
+    drafts = {"lookup": sp.PromptLookupDraft(tok.vocab_size)}
+    out = sp.bench_speculative(tiny, None, tok, new_tokens=12, gammas=(1, 2), repeats=3,
+                               drafts=drafts, paired=False)
+    assert len(out["plain_seconds"]) == 3          # one per pass, not one per setting
+    for r in out["rows"]:
+        assert r["plain_seconds"] == out["plain_seconds"]
+        ratios = sorted(p / s for p, s in zip(r["plain_seconds"], r["all_seconds"]))
+        assert r["speedup"] == pytest.approx(ratios[1])

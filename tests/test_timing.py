@@ -30,3 +30,18 @@ def test_paired_ratio_follows_bursts_that_hit_both_sides():
     r = paired_ratio([1.0, 1.0, 1.0], [0.5, 1.0, 0.5])
     assert r["ratio_min"] == pytest.approx(1.0) and r["ratio_max"] == pytest.approx(2.0)
     assert r["ratio_spread"] == pytest.approx(0.5) and not r["trustworthy"]
+
+
+def test_against_baseline_runs_each_function_beside_its_own_baseline_run():
+    from shakespeare_lm.timing import against_baseline
+
+    order = []
+    runs = {k: (lambda k=k: order.append(k)) for k in ("a", "b")}
+    base, seconds, first = against_baseline(lambda: order.append("base"), runs, repeats=2)
+    assert order[:3] == ["base", "a", "b"]             # the warm-ups
+    timed = order[3:]
+    pairs = [tuple(timed[i:i + 2]) for i in range(0, len(timed), 2)]
+    assert pairs[:2] == [("base", "a"), ("base", "b")]  # pass 1: baseline first
+    assert sorted(pairs[2:]) == [("a", "base"), ("b", "base")]  # pass 2: second
+    assert {k: len(v) for k, v in base.items()} == {"a": 2, "b": 2} == {
+        k: len(v) for k, v in seconds.items()}

@@ -1,10 +1,11 @@
 """Wall-clock speedup of speculative decoding over plain decoding, measured in one run.
 
-Noise: plain decoding and every (draft, gamma) run round-robin (``timing.interleaved``), so
-a burst of load on a shared machine falls on all of them. Each speedup is the median of the
-per-repeat (paired) ratios, with their range beside it (``timing.paired_ratio``), and is
-flagged as untrustworthy when that range exceeds ``SPREAD_LIMIT`` of the median. Each
-timing is reported as a median with its own min-max spread as well.
+Noise: every (draft, gamma) runs right beside its own run of plain decoding, the pairs in a
+rotated round-robin order (``timing.against_baseline``), so a burst of load on a shared
+machine falls on both runs of a pair. Each speedup is the median of the per-repeat (paired)
+ratios, with their range beside it (``timing.paired_ratio``), and is flagged as
+untrustworthy when that range exceeds ``SPREAD_LIMIT`` of the median. Each timing is
+reported as a median with its own min-max spread as well.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import statistics
 
 from ..generate import generate
 from ..model import Transformer
-from ..timing import RATIO_SPREAD_LIMIT, interleaved, model_device, paired_ratio, relative_spread
+from ..timing import (RATIO_SPREAD_LIMIT, against_baseline, interleaved, model_device,
+                      paired_ratio, relative_spread)
 from .algorithm import speculative_decode
 from .drafts import ModelDraft, NGramDraft, PromptLookupDraft, as_draft
 from .stats import expected_tokens_per_pass
@@ -41,37 +43,50 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
                       seed: int = 0, repeats: int = 7,
                       ngram_orders: tuple[int, ...] = NGRAM_ORDERS,
                       drafts: dict | None = None, heads=None,
-                      keep_stats: bool = False) -> dict:
-    """Wall-clock speedup of speculative decoding over plain KV-cache decoding
-    (``generate``) of the same target at batch 1, for each draft and gamma, both sliding
-    their context window (``context_overflow="slide"``) so any ``new_tokens`` is generated.
+                      keep_stats: bool = False, confirm: int = 0,
+                      confirm_repeats: int = 15, paired: bool = True) -> dict:
+    """Wall-clock speedup of speculative decoding over plain decoding (``generate``) of the
+    same target at batch 1, per draft and gamma, both sliding their context window.
 
-    Drafts: ``default_drafts(draft_model, tok, heads, ngram_orders)``, or the dict ``drafts``
-    (name -> Draft, Transformer or DraftHeads). Timings: ``repeats`` interleaved runs after a
-    warm-up; the draft's cost is included. Returns a dict: device, plain seconds (median and
-    all) and tokens/s, one row per (draft, gamma) with the median seconds, the speedup (median
-    of the paired per-repeat ratios) with their min-max, whether their spread allows
-    trusting it, acceptance
-    (overall and per draft position), tokens per pass (measured and i.i.d.-predicted), the
-    measured draft cost ratio; and the best row (the fastest trustworthy one, or the
-    fastest of all when none is). ``keep_stats=True`` adds "stats":
-    (draft, gamma) -> the ``SpeculativeStats`` of the warm-up run (every proposal's overlap
-    and outcome; the timed runs repeat it exactly), which JSON cannot hold.
+    Drafts: ``default_drafts(...)`` or the dict ``drafts`` (name -> Draft, Transformer or
+    DraftHeads); a gamma above a draft's ``max_gamma`` (the heads' count) is capped at it.
+    Timings, after a warm-up, the draft's cost included: ``repeats`` runs of each setting,
+    each beside its own plain run (``timing.against_baseline``), or with ``paired=False``
+    one plain run per round-robin pass shared by its settings (``timing.interleaved``: half
+    the runs for a long sweep). ``confirm=n`` times the n fastest settings again with
+    ``confirm_repeats`` pairs each and reports those (``"confirmed"``): more repeats, a
+    narrower interval for the headline. Returns device, plain seconds and tokens/s, a row
+    per setting (median seconds; speedup = median of the paired ratios, their min-max and
+    the median's 95% interval, ``timing.paired_ratio``; whether to trust it; acceptance
+    overall and per slot; tokens per pass measured and predicted; the draft cost ratio),
+    and the best row (the fastest trustworthy one, else the fastest). ``keep_stats=True``
+    adds "stats": (draft, gamma) -> the warm-up's ``SpeculativeStats`` (timed runs repeat it).
     """
     device = model_device(target)
     if drafts is None:
         drafts = default_drafts(draft_model, tok, heads, ngram_orders)
     drafts = {name: as_draft(d, target) for name, d in drafts.items()}
     kw = dict(temperature=temperature, seed=seed, context_overflow="slide")
-    runs = {"plain": lambda: generate(target, tok, prompt, new_tokens, **kw)}
+    runs = {}
     for name, d in drafts.items():
-        for g in gammas:
+        cap = getattr(d, "max_gamma", None)  # draft heads propose one character per head
+        for g in gammas if cap is None else sorted({min(g, cap) for g in gammas}):
             runs[name, g] = (lambda d=d, g=g:
                              speculative_decode(target, d, tok, prompt, new_tokens, g, **kw))
-    seconds, first = interleaved(runs, repeats, device)
-    plain = seconds.pop("plain")
-    rows = [_row(name, g, plain, seconds[name, g], first[name, g].stats)
+    baseline = lambda: generate(target, tok, prompt, new_tokens, **kw)
+    base, seconds, first, plain = _timed(baseline, runs, repeats, device, paired)
+    rows = [_row(name, g, base[name, g], seconds[name, g], first[name, g].stats)
             for name, g in seconds]
+    if confirm:
+        top = sorted(rows, key=lambda r: -r["speedup"])[:confirm]
+        again = {(r["draft"], r["gamma"]): runs[r["draft"], r["gamma"]] for r in top}
+        base2, seconds2, _ = against_baseline(baseline, again, confirm_repeats, device)
+        for i, r in enumerate(rows):
+            key = (r["draft"], r["gamma"])
+            if key in again:
+                rows[i] = _row(*key, base2[key], seconds2[key], first[key].stats)
+                rows[i]["confirmed"] = True
+                plain += base2[key]
     out = {"device": str(device), "prompt": prompt, "new_tokens": new_tokens,
            "temperature": temperature, "repeats": repeats,
            "plain_s": statistics.median(plain), "plain_seconds": plain,
@@ -84,12 +99,25 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     return out
 
 
+def _timed(baseline, runs: dict, repeats: int, device, paired: bool):
+    """(plain seconds paired with each key, seconds per key, warm-up results, every plain
+    time): each run beside its own plain run, or one plain run per pass when not paired."""
+    if paired:
+        base, seconds, first = against_baseline(baseline, runs, repeats, device)
+        return base, seconds, first, [t for k in runs for t in base[k]]
+    seconds, first = interleaved({"plain": baseline, **runs}, repeats, device)
+    plain = seconds.pop("plain")
+    first.pop("plain")
+    return {k: plain for k in runs}, seconds, first, list(plain)
+
+
 def _row(name: str, gamma: int, plain: list[float], spec: list[float], st) -> dict:
     """One (draft, gamma) row of ``bench_speculative``."""
     r = paired_ratio(plain, spec)
     return {"draft": name, "gamma": gamma, "seconds": statistics.median(spec),
-            "all_seconds": spec, "speedup": r["ratio"],
+            "all_seconds": spec, "plain_seconds": plain, "speedup": r["ratio"],
             "speedup_min": r["ratio_min"], "speedup_max": r["ratio_max"],
+            "ci_low": r["ci_low"], "ci_high": r["ci_high"], "confirmed": False,
             "spread": r["ratio_spread"], "timing_spread": relative_spread(spec),
             "trustworthy": r["trustworthy"],
             "acceptance_rate": st.acceptance_rate,

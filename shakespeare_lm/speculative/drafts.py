@@ -260,6 +260,11 @@ class HeadsDraft:
         self.heads, self.name = heads, name
         self.logits: dict[int, torch.Tensor] = {}  # n -> (n_heads, V) after the first n ids
 
+    @property
+    def max_gamma(self) -> int:
+        """The most proposals a round can get: one per head."""
+        return self.heads.n_heads
+
     def start(self, ids: list[int], max_len: int) -> None:
         self.logits = {}
 
