@@ -18,8 +18,8 @@ Greedy (T=0) and T=1 for each. transformers samples with ``top_k=0`` (its defaul
 Noise: the cases run round-robin (each repeat visits every case, in a rotated order, after
 one untimed warm-up of each), and each figure is the median of the repeats with its min-max
 spread. A ratio is the median of the per-repeat (paired) ratios, with their range beside
-it, and is flagged as untrustworthy when that range exceeds 30% of its median
-(``timing.paired_ratio``). Both sides use the same ``torch.set_num_threads`` (1 by
+it, and is flagged as untrustworthy when the 95% interval of that median (the range itself
+for up to 8 repeats) is wider than 30% of it (``timing.paired_ratio``). Both sides use the same ``torch.set_num_threads`` (1 by
 default; ``--threads``).
 
 The prompt plus the generated text must fit the 256-character window (transformers cannot

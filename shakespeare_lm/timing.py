@@ -62,6 +62,14 @@ def benchmark(fn: Callable[[], object], device: str | torch.device = "cpu", warm
     return reduce(times)
 
 
+def rotations(keys: list, repeats: int) -> list[list]:
+    """The order of each of ``repeats`` round-robin passes over ``keys``: pass r starts
+    r / repeats of the way along, so every key is timed early in some passes and late in
+    others."""
+    return [keys[j:] + keys[:j] for j in (r * len(keys) // max(repeats, 1)
+                                          for r in range(repeats))]
+
+
 def interleaved(runs: dict[Hashable, Callable[[], object]], repeats: int,
                 device: str | torch.device = "cpu", log: Callable[[str], object] | None = None
                 ) -> tuple[dict[Hashable, list[float]], dict[Hashable, object]]:
@@ -70,10 +78,9 @@ def interleaved(runs: dict[Hashable, Callable[[], object]], repeats: int,
     falls on every function alike. Returns (seconds per repeat, each warm-up's result)."""
     first = {k: fn() for k, fn in runs.items()}
     sync(device)
-    keys, seconds = list(runs), {k: [] for k in runs}
-    for r in range(repeats):
-        j = (r * len(keys)) // max(repeats, 1)
-        for k in keys[j:] + keys[:j]:
+    seconds = {k: [] for k in runs}
+    for r, order in enumerate(rotations(list(runs), repeats)):
+        for k in order:
             with Stopwatch(device) as sw:
                 runs[k]()
             seconds[k].append(sw.seconds)
@@ -95,11 +102,9 @@ def against_baseline(baseline: Callable[[], object], runs: dict[Hashable, Callab
     baseline()
     first = {k: fn() for k, fn in runs.items()}
     sync(device)
-    keys = list(runs)
     base, seconds = {k: [] for k in runs}, {k: [] for k in runs}
-    for r in range(repeats):
-        j = (r * len(keys)) // max(repeats, 1)
-        for k in keys[j:] + keys[:j]:
+    for r, order in enumerate(rotations(list(runs), repeats)):
+        for k in order:
             for which in (("base", k) if r % 2 == 0 else (k, "base")):
                 with Stopwatch(device) as sw:
                     (baseline if which == "base" else runs[k])()
@@ -144,7 +149,7 @@ def median_interval_rank(n: int, level: float = 0.95) -> int:
     return best
 
 
-RATIO_SPREAD_LIMIT = 0.3  # (max - min) / median of paired ratios above which a ratio is noise
+RATIO_SPREAD_LIMIT = 0.3  # width of the median's 95% interval / median, above which: noise
 
 
 def model_device(model: torch.nn.Module) -> torch.device:

@@ -3,9 +3,10 @@
 Noise: every (draft, gamma) runs right beside its own run of plain decoding, the pairs in a
 rotated round-robin order (``timing.against_baseline``), so a burst of load on a shared
 machine falls on both runs of a pair. Each speedup is the median of the per-repeat (paired)
-ratios, with their range beside it (``timing.paired_ratio``), and is flagged as
-untrustworthy when that range exceeds ``SPREAD_LIMIT`` of the median. Each timing is
-reported as a median with its own min-max spread as well.
+ratios, with their range and the 95% interval of the median beside it
+(``timing.paired_ratio``), and is flagged as untrustworthy when that interval is wider than
+``SPREAD_LIMIT`` of the median. Each timing is reported as a median with its own min-max
+spread as well.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .drafts import ModelDraft, NGramDraft, PromptLookupDraft, as_draft
 from .stats import expected_tokens_per_pass
 
 BENCH_PROMPT = "KATHARINA:\nMoved! in good time: let him that moved you "
-SPREAD_LIMIT = RATIO_SPREAD_LIMIT  # (max - min) / median of the paired ratios: above, noise
+SPREAD_LIMIT = RATIO_SPREAD_LIMIT  # the median's 95% interval / median: above, noise
 NGRAM_ORDERS = (4, 6)  # the bench's n-gram drafts: the classic 4-gram, and a 6-gram
 
 
