@@ -40,16 +40,16 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 # the live model: ONNX graphs exported from data/*.safetensors (build outputs, never committed)
 ONNX := _build/onnx
-$(ONNX)/.stamp: $(STAMP) data/shakespeare.safetensors data/draft.safetensors shakespeare_lm/export.py
-	$(BIN)/python -m shakespeare_lm.export --out $(ONNX)
+$(ONNX)/.stamp: $(STAMP) data/shakespeare.safetensors data/draft.safetensors shakespeare_lm/interop/export.py
+	$(BIN)/python -m shakespeare_lm.interop.export --out $(ONNX)
 	touch $@
 
 # (the live explorers' charts, live/charts.js, are made from the package's figure code)
-book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP) $(ONNX)/.stamp shakespeare_lm/book.py \
-                     $(wildcard shakespeare_lm/static/*.js) shakespeare_lm/live.py \
-                     shakespeare_lm/explorer.py shakespeare_lm/rules_vega.py \
-                     shakespeare_lm/figures.py shakespeare_lm/style.py
-	$(BIN)/python -m shakespeare_lm.book vendor
+book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP) $(ONNX)/.stamp shakespeare_lm/site/book.py \
+                     $(wildcard shakespeare_lm/site/static/*.js) shakespeare_lm/site/live.py \
+                     shakespeare_lm/site/explorer.py shakespeare_lm/site/rules_vega.py \
+                     shakespeare_lm/site/figures.py shakespeare_lm/site/style.py
+	$(BIN)/python -m shakespeare_lm.site.book vendor
 	touch $@
 
 book: $(STAMP) book/_vendor/.stamp
@@ -57,7 +57,7 @@ book: $(STAMP) book/_vendor/.stamp
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
 # --- tests: unit tests, every notebook re-executed and compared (under the pinned numerics by
-# nbval, and once more under native kernels by tests/test_portable_outputs.py), the built site
+# nbval, and once more under native kernels by tests/site/test_portable_outputs.py), the built site
 # in a browser
 test: book
 	$(PINNED) $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
@@ -73,7 +73,7 @@ test-gpu:
 # left open last time do not come back, each starting a kernel. lab/overrides.json sets the
 # defaults (a reader's own settings still win): every cell attached (windowingMode "none";
 # with windowing, Run All leaves some cells' prose values stale in jupyterlab-myst 2.7.0),
-# and no request for Jupyter news. tests/test_jupyterlab.py starts JupyterLab the same way.
+# and no request for Jupyter news. tests/browser/test_jupyterlab.py starts JupyterLab the same way.
 LAB_STATE := .jupyter-lab
 LAB_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/lab \
              --LabApp.workspaces_dir=$(CURDIR)/$(LAB_STATE)/workspaces
@@ -83,7 +83,7 @@ lab: $(STAMP)
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/jupyter lab $(LAB_FLAGS) notebooks/
 
 execute: $(STAMP)
-	$(PINNED) $(BIN)/python -m shakespeare_lm.book execute $(NB)
+	$(PINNED) $(BIN)/python -m shakespeare_lm.site.book execute $(NB)
 
 bench: $(STAMP)
 	$(BIN)/python -m shakespeare_lm.bench

@@ -13,11 +13,11 @@ import sys
 
 import torch
 
-from . import roofline
-from .beam import bench_beam_vs_naive
-from .generate import generate
-from . import bench_peers
-from .heads import HEADS_FILE, load_heads
+from . import cost as roofline
+from .decoding.beam import bench_beam_vs_naive
+from .decoding.generate import generate
+from .interop import bench_peers
+from .speculative.heads import HEADS_FILE, load_heads
 from .speculative import SPREAD_LIMIT, bench_speculative
 from .timing import benchmark, model_device, write_json
 from .weights import load_pretrained
@@ -69,7 +69,7 @@ def achieved_flops(model, batch: int, tokens_per_s: float, context: int) -> floa
 
 def prefill_throughput(model, tok, batch: int = 64) -> dict:
     """Prompt tokens per second for a batch of full-context prompts."""
-    from .generate import prefill
+    from .decoding.generate import prefill
 
     device = model_device(model)
     L = model.config.block_size
@@ -191,11 +191,11 @@ def main(argv: list[str] | None = None) -> dict:
                                                         confirm=2)
         print(speculative_text(sp))
         if args.peers:
-            print("\n7. ours vs transformers on the same weights (python -m shakespeare_lm.bench_peers):")
+            print("\n7. ours vs transformers on the same weights (python -m shakespeare_lm.interop.bench_peers):")
             results["peers"] = bench_peers.main(["--device", args.device])
         else:
             print("\n7. ours vs transformers on the same weights: run with --peers, or "
-                  "python -m shakespeare_lm.bench_peers")
+                  "python -m shakespeare_lm.interop.bench_peers")
     if args.json:
         write_json(args.json, results)
     return results

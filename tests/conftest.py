@@ -34,7 +34,7 @@ def pytest_collection_modifyitems(session, config, items):
     portable = [item for item in items if item.name == PORTABLE_TEST]
     if not portable:
         return
-    from tests.test_portable_outputs import start_native_compare
+    from tests.site.test_portable_outputs import start_native_compare
 
     proc, work = start_native_compare()
     config.portable_compare = (proc, work)

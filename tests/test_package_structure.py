@@ -102,8 +102,8 @@ def test_finding_a_cycle_works_on_a_known_graph():
 
 def test_the_graph_sees_the_package_imports():
     graph = import_graph()
-    assert "shakespeare_lm.sampler" in graph["shakespeare_lm.generate"]
-    assert "shakespeare_lm.roofline.analytic" in graph["shakespeare_lm.roofline"]
+    assert "shakespeare_lm.decoding.sampler" in graph["shakespeare_lm.decoding.generate"]
+    assert "shakespeare_lm.cost.roofline" in graph["shakespeare_lm.cost"]
 
 
 def test_no_import_cycle_between_package_modules():

@@ -2,13 +2,13 @@
 
 A chapter writes ``{eval}`glued.ch3_tail_count``` in its prose. JupyterLab (jupyterlab-myst)
 evaluates that in the reader's kernel. The site has no kernel, so this role shows the value
-that ``python -m shakespeare_lm.book execute`` stored in the Markdown cell's
-``user_expressions`` metadata (see ``shakespeare_lm/inline.py``). It replaces myst-nb's own
+that ``python -m shakespeare_lm.site.book execute`` stored in the Markdown cell's
+``user_expressions`` metadata (see ``shakespeare_lm/site/inline.py``). It replaces myst-nb's own
 ``eval`` role, which would need the notebook executed during the build.
 
 A citation, ``{eval}`cite("holtzman2020curious")```, is not looked up in the stored
 values: the role hands its keys to sphinxcontrib-bibtex's ``{cite}``, so the page links
-to the references as a ``{cite}`` role would (see ``shakespeare_lm/citations.py``).
+to the references as a ``{cite}`` role would (see ``shakespeare_lm/site/citations.py``).
 
 An expression with no stored value fails the build (``-W``): re-execute the chapter.
 """
@@ -24,8 +24,8 @@ from sphinx.util.docutils import SphinxRole
 
 from sphinxcontrib.bibtex.roles import CiteRole
 
-from shakespeare_lm.citations import citation_keys
-from shakespeare_lm.inline import stored_text
+from shakespeare_lm.site.citations import citation_keys
+from shakespeare_lm.site.inline import stored_text
 
 LOG = logging.getLogger(__name__)
 

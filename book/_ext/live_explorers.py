@@ -1,5 +1,5 @@
-"""Sphinx extension: ``{live-explorer} KIND`` puts a live explorer (``shakespeare_lm.live``)
-on a Markdown page, the same HTML a notebook cell shows with ``slm.live.explorer(KIND)``.
+"""Sphinx extension: ``{live-explorer} KIND`` puts a live explorer (``shakespeare_lm.site.live``)
+on a Markdown page, the same HTML a notebook cell shows with ``live.explorer(KIND)``.
 
     ```{live-explorer} truncation
     :seed: 0
@@ -15,7 +15,7 @@ class LiveExplorer(Directive):
     option_spec = {"seed": directives.nonnegative_int, "title": directives.unchanged}
 
     def run(self):
-        from shakespeare_lm.live import explorer_html
+        from shakespeare_lm.site.live import explorer_html
 
         try:
             fragment = explorer_html(self.arguments[0], seed=self.options.get("seed", 0),

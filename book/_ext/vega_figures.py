@@ -1,5 +1,5 @@
 """Sphinx extension: draw the notebooks' Vega-Lite outputs (the kernel-free figures of
-``shakespeare_lm.figures``) on the static site, offline.
+``shakespeare_lm.site.figures``) on the static site, offline.
 
 myst-nb 1.4 has no renderer for ``application/vnd.vegalite.v5+json``: it warns
 "skipping unknown output mime type" and shows the ``text/plain`` fallback, unless a

@@ -1,4 +1,4 @@
-/* The live explorers of the static site (shakespeare_lm.live): a text box for the reader's
+/* The live explorers of the static site (shakespeare_lm.site.live): a text box for the reader's
    own context, Sample and Continue buttons, and the real model behind them (slm_runtime.js,
    loaded from the same folder). Every .slm-live element on the page is mounted once:
 
@@ -16,7 +16,7 @@
     ["epsilon", "epsilon", 0, 0.1, 0.001, 0], ["eta", "eta", 0, 0.1, 0.001, 0],
     ["repetition_penalty", "repetition penalty", 0.5, 2, 0.05, 1]];
   var LINE = 160;  // characters per Sample / Continue
-  var DATASET = { truncation: "logits", step: "top" };  // what each chart draws (shakespeare_lm.live)
+  var DATASET = { truncation: "logits", step: "top" };  // what each chart draws (shakespeare_lm.site.live)
 
   function el(tag, attrs, parent, text) {
     var e = document.createElement(tag);
@@ -91,7 +91,7 @@
     el("span", { class: "slm-new", style: "font-weight:bold;background:#e3f0ff" }, ui.output, added);
     if (extra) ui.output.appendChild(extra);
   }
-  /* Draw `rows` in the explorer's chart (a Vega-Lite spec made in Python, shakespeare_lm.live)
+  /* Draw `rows` in the explorer's chart (a Vega-Lite spec made in Python, shakespeare_lm.site.live)
      with its parameters set to `params`; the chart is embedded on first use. */
   function chart(ui, kind, rows, params) {
     var spec = window.SLM_ASSETS.charts[kind];

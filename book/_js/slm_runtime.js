@@ -1,5 +1,5 @@
 /* The book's model, live in the page. ONNX Runtime Web (WebAssembly, one thread) runs the
-   graphs that `python -m shakespeare_lm.export` writes: they take the new characters and the
+   graphs that `python -m shakespeare_lm.interop.export` writes: they take the new characters and the
    KV cache, and return the logits and the grown cache. `make book` vendors the runtime, its
    binary and the graphs into _static/live/ as scripts (gzip + base64), because a page opened
    from file:// may not fetch, but may run <script src>. Nothing leaves the machine.
@@ -10,7 +10,7 @@
 
    settings use the keyword names of slm.generate in Python: temperature (0 = greedy),
    top_k, top_p, min_p, typical_p, epsilon, eta, repetition_penalty, and stop. The rules are
-   RulesExplorer's (shakespeare_lm/static/rules_explorer.js, tested against rules.py), applied
+   RulesExplorer's (shakespeare_lm/site/static/rules_explorer.js, tested against rules.py), applied
    in rules.ORDER after the repetition penalty; a seeded generator makes sampling
    reproducible (the same seed gives the same text here, not the same text as Python). */
 (function () {

@@ -13,7 +13,7 @@ of length n (the target's KV cache holds ``x[:-1]``):
 
 Whatever the draft, every emitted token has the target's distribution; the draft decides
 only how many tokens one target pass yields. p and q are both shaped by the one
-``shakespeare_lm.sampler.Sampler``, so they see the same rules, penalties and constraint.
+``shakespeare_lm.decoding.sampler.Sampler``, so they see the same rules, penalties and constraint.
 Greedy decoding (temperature 0) is the same rule with one-hot p and q: a proposal survives
 when it is the target's argmax.
 """
@@ -26,11 +26,11 @@ from itertools import accumulate
 
 import torch
 
-from ..checks import as_prompt_list, check_count, check_max_new_tokens, encode_prompts
-from ..context_window import window_end, window_start
-from ..generate import Generation, Timings, prefill
+from ..decoding.checks import as_prompt_list, check_count, check_max_new_tokens, encode_prompts
+from ..decoding.context_window import window_end, window_start
+from ..decoding.generate import Generation, Timings, prefill
 from ..model import Transformer
-from ..sampler import FREE, DecodingConfig, Sampler, history_tensor
+from ..decoding.sampler import FREE, DecodingConfig, Sampler, history_tensor
 from ..timing import Stopwatch, model_device
 from .drafts import Draft, as_draft
 from .stats import SpeculativeStats
@@ -264,7 +264,7 @@ class _Progress:
     window_end: int = 0        # len(ids) at which the current context window is full
 
     def open_window(self, su: SpeculativeSetup) -> int:
-        """Set seq to this window's context (``shakespeare_lm.context_window``) and its end;
+        """Set seq to this window's context (``shakespeare_lm.decoding.context_window``) and its end;
         returns the KV cache slots the window needs."""
         n = len(su.ids) + len(self.ids)
         end = su.block
@@ -364,7 +364,7 @@ def speculative_decode(target: Transformer, draft, tok, prompt: str | list[str],
     shape both p and q through one ``Sampler``; temperature=0 is greedy and returns exactly
     the target's greedy text. ``verifier="no_residual"`` is a deliberately wrong rule, for
     tests. ``context_overflow="slide"`` goes on past the context window in the windows of
-    ``shakespeare_lm.context_window``, as ``generate`` does. A list of prompts is decoded one text after another (one generator). Returns a
+    ``shakespeare_lm.decoding.context_window``, as ``generate`` does. A list of prompts is decoded one text after another (one generator). Returns a
     ``SpeculativeGeneration`` (a list for a list of prompts) whose ``.stats`` say what the
     rounds did. Leviathan et al. 2023, Chen et al. 2023.
     """

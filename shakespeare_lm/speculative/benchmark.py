@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..generate import generate
+from ..decoding.generate import generate
 from ..model import Transformer
 from ..timing import (RATIO_SPREAD_LIMIT, against_baseline, interleaved, model_device,
                       paired_ratio, relative_spread)

@@ -18,8 +18,8 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
-from ..generate import decode_one_token, prefill
-from ..heads import DraftHeads
+from ..decoding.generate import decode_one_token, prefill
+from .heads import DraftHeads
 from ..model import Transformer
 from ..paths import TRAIN_FILE
 from ..timing import model_device
@@ -255,7 +255,7 @@ class HeadsDraft:
 
     def __init__(self, heads: DraftHeads, name: str = "heads"):
         if not isinstance(heads, DraftHeads):
-            raise TypeError(f"heads must be DraftHeads (shakespeare_lm.heads.load_heads(model)), "
+            raise TypeError(f"heads must be DraftHeads (shakespeare_lm.speculative.heads.load_heads(model)), "
                             f"got {type(heads).__name__}")
         self.heads, self.name = heads, name
         self.logits: dict[int, torch.Tensor] = {}  # n -> (n_heads, V) after the first n ids

@@ -1,0 +1,1 @@
+"""How a distribution becomes text: the rules, the sampler and the decoders."""

@@ -1,0 +1,1 @@
+"""The same model in other tools: transformers, ONNX, and benches against them."""

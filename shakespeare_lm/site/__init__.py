@@ -1,0 +1,1 @@
+"""The book's presentation: never imported by the library."""

@@ -1,0 +1,215 @@
+"""Book maintenance.
+
+``python -m shakespeare_lm.site.book execute [NOTEBOOK ...]`` re-executes notebooks in place with
+nbclient, storing ipywidgets state so the static site can render widget views, and prints
+how long each took. It runs only under the pinned numerics of ``numerics.env`` (``make
+execute`` sets them) and records them in each notebook's metadata.
+
+``python -m shakespeare_lm.site.book compare [NOTEBOOK ...]`` re-executes notebooks in memory
+under the environment it is started in and checks that their stored outputs agree up to
+the last digit each number shows (:mod:`shakespeare_lm.site.outputs`); the test suite starts it
+under kernels that differ from the pinned ones.
+
+``python -m shakespeare_lm.site.book cite [NOTEBOOK ...]`` rewrites the ``{cite}`key```
+roles of notebooks as ``{eval}`cite("key")```, which JupyterLab renders too
+(:mod:`shakespeare_lm.site.citations`); re-execute them afterwards to store the citations.
+
+``python -m shakespeare_lm.site.book vendor`` copies the JavaScript the static site needs
+offline (MathJax, require.js, the ipywidgets HTML manager, and Vega: vega, vega-lite and
+vega-embed, which draw the kernel-free figures) from ``node_modules`` (filled by
+``npm ci`` from ``package-lock.json``) into ``book/_vendor``, which Sphinx publishes as
+static files. Nothing is fetched from a CDN and nothing vendored is committed.
+
+It also vendors the live model (``book/_vendor/live``): ONNX Runtime Web's classic script,
+and, as generated ``.js`` files, its WebAssembly binary and the ONNX graphs that
+``python -m shakespeare_lm.interop.export`` wrote (gzip, then base64). A page opened from
+``file://`` may not ``fetch``, but it may run a ``<script src>``, so every byte the live
+model needs arrives that way; ``book/_js/slm_runtime.js`` decodes them in the page. The
+live explorers' charts are Vega-Lite specs made in Python (``shakespeare_lm.site.live``),
+written there as ``charts.js``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import gzip
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from .figures import STATIC_DIR as STATIC
+from .live import chart_specs
+from .outputs import compare_notebook, pinned_numerics, unpinned
+from ..paths import NOTEBOOKS_DIR as NOTEBOOKS
+from ..paths import ONNX_DIR, ROOT
+
+NODE_MODULES = ROOT / "node_modules"
+VENDOR = ROOT / "book" / "_vendor"
+_FONT_SUFFIXES = {".woff", ".woff2", ".ttf", ".eot", ".svg"}
+ORT_FILES = ("ort.wasm.min.js", "ort-wasm-simd-threaded.mjs", "ort-wasm-simd-threaded.wasm")
+# the kernel-free figures: Vega's browser builds, in load order (book/_js/slm_vega.js)
+VEGA_FILES = ("vega/build/vega.min.js", "vega-lite/build/vega-lite.min.js",
+              "vega-embed/build/vega-embed.min.js")
+
+
+def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
+    """Copy MathJax, require.js, the widget HTML manager and Vega into ``dest``."""
+    manager = src / "@jupyter-widgets" / "html-manager" / "dist"
+    needed = [src / "mathjax" / "es5" / "tex-chtml.js", src / "requirejs" / "require.js",
+              manager / "embed-amd.js"] + [src / f for f in VEGA_FILES]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        raise SystemExit(f"missing {missing}: run `npm ci` first (make book does)")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    shutil.copytree(src / "mathjax" / "es5", dest / "mathjax",
+                    ignore=shutil.ignore_patterns("*.map", "node-main.js"))
+    shutil.copy2(src / "requirejs" / "require.js", dest / "require.js")
+    (dest / "html-manager").mkdir()
+    for f in manager.iterdir():
+        if f.name == "embed-amd.js" or f.suffix in _FONT_SUFFIXES:
+            shutil.copy2(f, dest / "html-manager" / f.name)
+    (dest / "vega").mkdir()
+    for f in VEGA_FILES:
+        text = _without_source_map((src / f).read_text("utf-8"))
+        (dest / "vega" / Path(f).name).write_text(text, "utf-8")
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    print(f"vendored MathJax, require.js, the widget HTML manager and Vega into {dest} "
+          f"({size / 1e6:.1f} MB)")
+    vendor_live(src, dest / "live")
+
+
+def _packed(data: bytes) -> str:
+    """bytes -> base64 of their gzip (mtime 0, so a rebuild writes the same file)."""
+    return base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _asset_script(key: str, value) -> str:
+    """A classic script that stores ``value`` (JSON) under ``window.SLM_ASSETS[key]``."""
+    return ("window.SLM_ASSETS = window.SLM_ASSETS || {};\n"
+            f"window.SLM_ASSETS[{json.dumps(key)}] = {json.dumps(value, separators=(',', ':'))};\n")
+
+
+def _without_source_map(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("//# sourceMappingURL"))
+
+
+def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
+                onnx_dir: Path = ONNX_DIR) -> None:
+    """ONNX Runtime Web (its single-file classic build, the ES module that loads the
+    WebAssembly, the binary) and the exported models, as scripts the page can load from
+    ``file://``; the JS decoding rules the runtime reuses, and the explorers' charts."""
+    ort = src / "onnxruntime-web" / "dist"
+    vocab = onnx_dir / "vocab.json"
+    needed = [ort / f for f in ORT_FILES] + [vocab]
+    missing = [str(p) for p in needed if not p.exists()]
+    if missing:
+        raise SystemExit(f"missing {missing}: run `npm ci` and `python -m shakespeare_lm.interop.export` "
+                         "first (make book does)")
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    (dest / "ort.wasm.min.js").write_text(_without_source_map((ort / ORT_FILES[0]).read_text()))
+    (dest / "ort_wasm.js").write_text(_asset_script("ort", {
+        "version": json.loads((ort.parent / "package.json").read_text())["version"],
+        "glue": _without_source_map((ort / ORT_FILES[1]).read_text()),
+        "wasm_gz_b64": _packed((ort / ORT_FILES[2]).read_bytes())}))
+    meta = json.loads(vocab.read_text())
+    for name, config in meta["models"].items():
+        (dest / f"model_{name}.js").write_text(_asset_script("model_" + name, {
+            "name": name, "chars": meta["chars"], "config": config,
+            "onnx_gz_b64": _packed((onnx_dir / f"{name}.onnx").read_bytes())}))
+    shutil.copy2(STATIC / "rules_explorer.js", dest / "rules_explorer.js")
+    (dest / "charts.js").write_text(_asset_script("charts", chart_specs()), "utf-8")
+    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    print(f"vendored ONNX Runtime Web and the models {sorted(meta['models'])} into {dest} "
+          f"({size / 1e6:.1f} MB)")
+
+
+def execute(path: Path, timeout: int = 600) -> float:
+    """Run every cell of ``path`` top to bottom and save it with outputs; return seconds."""
+    import nbformat
+
+    from .inline import InlineClient
+
+    pinned = pinned_numerics()
+    wrong = unpinned(pinned)
+    if wrong:
+        raise SystemExit("refusing to execute under unpinned numerics: " + ", ".join(wrong)
+                         + ". Run `make execute`, which sets numerics.env, so that the stored "
+                         "outputs reproduce on other machines")
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["shakespeare_lm"] = {"numerics": pinned}
+    client = InlineClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    seconds = time.perf_counter() - start
+    nbformat.write(nb, path)
+    return seconds
+
+
+def compare(paths: list[Path]) -> int:
+    """Re-execute each notebook and report every output that moved; 1 if any did."""
+    failed = 0
+    for path in paths:
+        start = time.perf_counter()
+        mismatches, kernel = compare_notebook(Path(path))
+        print(f"{path}: {len(mismatches)} mismatch(es) in {time.perf_counter() - start:.1f} s "
+              f"(kernel: ATen capability, threads, MKL_CBWR = {kernel})", flush=True)
+        for m in mismatches:
+            print(f"  {m}", flush=True)
+        failed += bool(mismatches)
+    return 1 if failed else 0
+
+
+def cite(paths: list[Path]) -> None:
+    """Rewrite each notebook's ``{cite}`` roles in the form JupyterLab renders too."""
+    import nbformat
+
+    from .citations import convert_citations
+
+    for path in paths:
+        nb = nbformat.read(path, as_version=4)
+        left = convert_citations(nb)
+        nbformat.write(nb, path)
+        notes = "".join(f"\n  {x}" for x in left)
+        print(f"{path}: citations rewritten{notes}", flush=True)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    ex = sub.add_parser("execute", help="re-execute notebooks in place")
+    ex.add_argument("notebooks", nargs="*", type=Path)
+    cmp = sub.add_parser("compare", help="re-execute in memory and compare the stored outputs")
+    cmp.add_argument("notebooks", nargs="*", type=Path)
+    ct = sub.add_parser("cite", help="rewrite {cite} roles as {eval}`cite(...)`")
+    ct.add_argument("notebooks", nargs="*", type=Path)
+    sub.add_parser("vendor", help="copy the site's JavaScript from node_modules")
+    args = parser.parse_args(argv)
+    if args.cmd == "vendor":
+        vendor()
+        return
+    paths = args.notebooks or sorted(NOTEBOOKS.glob("[0-9]*.ipynb"))
+    if args.cmd == "compare":
+        sys.exit(compare(paths))
+    if args.cmd == "cite":
+        cite(paths)
+        return
+    total = 0.0
+    for path in paths:
+        print(f"executing {path} ...", flush=True)
+        seconds = execute(Path(path))
+        total += seconds
+        print(f"  {seconds:.1f} s", flush=True)
+    print(f"executed {len(paths)} notebook(s) in {total:.1f} s")
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""Live explorers: the real model, running in the reader's browser on the static site.
+
+    import shakespeare_lm as slm
+    live.explorer("truncation")    # chapter 3: every rule on your own context, and samples
+    live.explorer("step")          # chapter 1: one character at a time, the KV cache filling
+    live.explorer("speculative")   # chapter 6: draft proposals kept or rejected, acceptance
+
+Each returns an HTML fragment (an ``IPython.display.HTML``): a text box for the reader's
+context, Sample and Continue buttons and a view. On the built site its small script loads
+``_static/slm_explorers.js``, which loads ``_static/slm_runtime.js``: ONNX Runtime Web
+running the graphs of ``python -m shakespeare_lm.interop.export`` (``make book`` vendors them). No
+kernel and no network: it works from ``file://`` and when served. Outside the site (in
+JupyterLab) there is no ``_static`` folder, so the fragment says where the live version
+runs; the chapters' ipywidgets explorers are bound to the Python model there.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+
+from .explorer import START_OF_WORD as DEFAULT_CONTEXT  # the explorers' usual context
+
+KINDS = {
+    "truncation": "Your context, every truncation rule, and continuations under them",
+    "step": "Generation one character at a time, and the KV cache filling",
+    "speculative": "Speculative decoding live: the draft model proposes, the main model verifies",
+}
+
+# Finds the site's _static folder (Sphinx writes data-content_root on <html>) and loads the
+# explorers once per page; they mount every .slm-live element.
+_LOADER = """(function () {
+  var root = document.documentElement.getAttribute("data-content_root");
+  var box = document.currentScript.parentNode;
+  if (root === null) {
+    box.querySelector(".slm-fallback").textContent = "The live model runs on the book's static " +
+      "site (make book, then open _build/html/index.html); in JupyterLab, use the chapter's ipywidgets explorer.";
+    return;
+  }
+  if (window.slmExplorers) { window.slmExplorers.mountAll(); return; }
+  if (document.querySelector("script[data-slm-explorers]")) return;
+  var s = document.createElement("script");
+  s.src = root + "_static/slm_explorers.js";
+  s.setAttribute("data-slm-explorers", "1");
+  document.head.appendChild(s);
+})();"""
+
+
+def explorer_html(kind: str = "truncation", context: str = DEFAULT_CONTEXT, seed: int = 0,
+                  title: str | None = None) -> str:
+    """The HTML fragment of one live explorer (see the module docstring)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind={kind!r} is invalid: kind must be one of {sorted(KINDS)}")
+    if not context:
+        raise ValueError("context is empty: the model needs at least one character")
+    config = {"kind": kind, "context": context, "seed": int(seed), "title": title or KINDS[kind]}
+    payload = json.dumps(config).replace("</", "<\\/")
+    # no random ids: a notebook's stored output must be the same on every run (nbval)
+    return (f'<div class="slm-live" data-kind="{kind}" style="font-family:sans-serif;'
+            f'font-size:13px;margin:.5em 0;max-width:900px">'
+            f'<script type="application/json">{payload}</script>'
+            f'<div class="slm-fallback" style="color:#555">{html.escape(config["title"])}: '
+            f'loading the live model\u2026</div>'
+            f'<script>{_LOADER}</script></div>')
+
+
+def explorer(kind: str = "truncation", context: str = DEFAULT_CONTEXT, seed: int = 0,
+             title: str | None = None):
+    """A live explorer for a notebook cell: an ``IPython.display.HTML`` object."""
+    from IPython.display import HTML
+
+    return HTML(explorer_html(kind, context, seed, title))
+
+
+# --- the explorers' charts: Vega-Lite specs that the page feeds ---------------------
+# The truncation explorer's parameters where a rule is off (top-k: above any vocabulary)
+RULES_OFF = {"temperature": 1, "top_k": 10**9, "top_p": 1, "min_p": 0, "typical_p": 1,
+             "epsilon": 0, "eta": 0}
+
+
+def _live_spec(chart, params: dict, datasets: dict) -> dict:
+    """A chart whose parameters the page sets (no inputs of its own), in the style."""
+    import altair as alt
+
+    from . import style
+    from .figures import EMBED_OPTIONS
+
+    chart = chart.add_params(*(alt.param(name=k, value=v) for k, v in params.items()))
+    return chart.properties(datasets=datasets, config=style.vega_config(),
+                            usermeta={"embedOptions": EMBED_OPTIONS}).to_dict()
+
+
+def truncation_chart() -> dict:
+    """The truncation explorer's chart: the page puts the logits after the reader's
+    context in the ``logits`` dataset (rows ``{ctx: 0, id, ch, logit}``, after the
+    repetition penalty) and sets the rules' parameters; the rules run in Vega
+    (``shakespeare_lm.site.rules_vega``)."""
+    from . import style
+    from .explorer import StaticChart
+
+    values = {**{name: name for name in RULES_OFF}, "context": "0"}
+    chart = StaticChart({"expr": "title"})(values, style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, 230)
+    return _live_spec(chart, {**RULES_OFF, "title": ""}, {"logits": []})
+
+
+def step_chart() -> dict:
+    """The step explorer's chart: the page puts the 20 most probable next characters in
+    the ``top`` dataset (rows ``{rank, ch, p, drawn}``) and sets ``title``."""
+    import altair as alt
+
+    from . import style
+    from .figures import frame_title
+
+    colour = alt.condition("datum.drawn", alt.value(style.PALETTE[3]),
+                           alt.value(style.PALETTE[0]))
+    x = alt.X("ch:N", title=None, sort=alt.EncodingSortField(field="rank", op="min"),
+              axis=alt.Axis(labelAngle=0, labelFont=style.MONOSPACE))
+    tooltip = [alt.Tooltip("ch:N", title="character"), alt.Tooltip("p:Q", format=".4f")]
+    chart = (alt.Chart(alt.NamedData(name="top")).mark_bar()
+             .encode(x=x, y=alt.Y("p:Q", title="probability"), color=colour,
+                     tooltip=tooltip)
+             .properties(width=style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, height=200,
+                         title=frame_title({"expr": "title"})))
+    return _live_spec(chart, {"title": ""}, {"top": []})
+
+
+def chart_specs() -> dict:
+    """Every live explorer's chart, by kind (``make book`` writes them for the page)."""
+    return {"truncation": truncation_chart(), "step": step_chart()}

@@ -1,0 +1,238 @@
+"""Figure specs for the static site: the roofline chart, the prefill/decode step chart
+and the kernel-free roofline explorer, whose ``RooflineChart`` computes the formulas of
+``roofline.analytic`` in Vega-Lite (tests/cost/test_roofline.py checks that the two agree, in
+node)."""
+
+from __future__ import annotations
+
+import json
+
+from . import chartspec, style
+from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title
+from ..cost.roofline import (HARDWARE, MODELS, Hardware, ModelSpec, attainable_flops, decode_cost,
+                             prefill_cost)
+
+# --- figures: kernel-free sliders for the static site ----------------------------------
+EXPLORER_MODELS = ("shakespeare", "base-65m", "7b", "70b")
+_INTENSITIES = [10 ** (e / 4) for e in range(-8, 25)]  # 0.01 .. 1e6 FLOPs per byte
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+def roofline_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, batch: int = 1) -> dict:
+    """A ``figures`` chart spec: the roofline of ``hw`` with the operating points of a prefill
+    of ``batch`` prompts of ``prompt_len`` tokens and of the decode step that follows it."""
+    pre = prefill_cost(spec, hw, prompt_len, batch)
+    dec = decode_cost(spec, hw, prompt_len, batch)
+    caption = (f"prefill {batch} x {prompt_len} tokens: {_fmt(pre.seconds * 1e3)} ms, "
+               f"{pre.bound}-bound at {_fmt(pre.intensity)} FLOP/byte\n"
+               f"decode step at context {prompt_len}: {_fmt(dec.seconds * 1e3)} ms, "
+               f"{dec.bound}-bound at {_fmt(dec.intensity)} FLOP/byte, "
+               f"{_fmt(batch / dec.seconds)} tokens/s\n"
+               f"ridge point {_fmt(hw.ridge_intensity)} FLOP/byte")
+    return {
+        "title": f"{spec.name} on {hw.name}",
+        "xlabel": "arithmetic intensity (FLOP per byte)", "ylabel": "FLOP/s",
+        "xlog": True, "ylog": True,
+        "lines": [{"x": _INTENSITIES, "y": [attainable_flops(hw, x) for x in _INTENSITIES],
+                   "name": "roofline", "color": "#444"}],
+        "points": [{"x": pre.intensity, "y": pre.flops / pre.seconds, "label": "prefill",
+                    "color": "#1f77b4"},
+                   {"x": dec.intensity, "y": dec.flops / dec.seconds, "label": "decode",
+                    "color": "#d62728"}],
+        "vlines": [{"x": hw.ridge_intensity, "label": "ridge"}],
+        "caption": caption,
+    }
+
+
+def explorer_setting(model: str, bytes_per_weight: float, bandwidth_gbs: float,
+                     peak_tflops: float) -> tuple[ModelSpec, Hardware]:
+    """The ModelSpec and Hardware of one setting of the roofline explorer's sliders (the KV
+    cache is stored with the weights' precision)."""
+    spec = MODELS[model].with_(bytes_per_weight=bytes_per_weight, kv_bytes_per_number=None)
+    hw = Hardware(f"{_fmt(bandwidth_gbs)} GB/s, {_fmt(peak_tflops)} TFLOP/s",
+                  peak_tflops * 1e12, bandwidth_gbs * 1e9)
+    return spec, hw
+
+
+def explorer_chart(model: str = "7b", bytes_per_weight: float = 2, prompt_len: int = 1000,
+                   batch: int = 1, bandwidth_gbs: float = 2000, peak_tflops: float = 500) -> dict:
+    """``roofline_chart`` for one setting of the explorer's sliders (``RooflineChart``)."""
+    spec, hw = explorer_setting(model, bytes_per_weight, bandwidth_gbs, peak_tflops)
+    return roofline_chart(spec, hw, prompt_len, batch)
+
+
+# The same chart in Vega-Lite, computed in the page from the sliders:
+# tests/cost/test_roofline.py runs it in node (vega) and checks it against explorer_chart.
+def _calc(expr: str, as_: str) -> dict:
+    return {"calculate": expr, "as": as_}
+
+
+def _cost_transforms(name: str, tokens: str, context: str, v: dict) -> list[dict]:
+    """``{name}_flops``, ``_bytes``, ``_s``, ``_x`` (intensity), ``_y`` (FLOP/s),
+    ``_bound``: a pass of ``tokens`` new tokens over ``context`` cached ones for the
+    model row (``prefill_cost`` and ``decode_cost`` of ``roofline.analytic``)."""
+    b, bpw = f"({v['batch']})", f"({v['bytes_per_weight']})"
+    t, c = f"({tokens})", f"({context})"
+    pairs = f"{t} * {c} + {t} * ({t} + 1) / 2"
+    head_dim = "datum.d_model / datum.n_head"
+    kv = f"2 * datum.n_layer * ({head_dim} * datum.n_kv_heads) * {bpw}"
+    flops, bytes_ = f"datum.{name}_flops", f"datum.{name}_bytes"
+    compute, memory = f"{flops} / datum.peak", f"{bytes_} / datum.bw"
+    return [
+        _calc(f"2 * datum.n_params * {t} * {b} + "
+              f"4 * datum.n_layer * datum.d_model * ({pairs}) * {b}", f"{name}_flops"),
+        _calc(f"datum.n_params * {bpw} + {kv} * ({c} + {t}) * {b}", f"{name}_bytes"),
+        _calc(f"max({compute}, {memory})", f"{name}_s"),
+        _calc(f"{compute} > {memory} ? 'compute' : 'memory'", f"{name}_bound"),
+        _calc(f"{flops} / {bytes_}", f"{name}_x"),
+        _calc(f"{flops} / datum.{name}_s", f"{name}_y"),
+    ]
+
+
+def _f(expr: str) -> str:
+    """3 significant digits, as ``_fmt`` writes them but without an exponent."""
+    return f"format({expr}, '.3~r')"
+
+
+class RooflineChart:
+    """The roofline explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the
+    model's row of the ``models`` dataset and the sliders give both passes' points."""
+
+    def transforms(self, v: dict) -> list[dict]:
+        """The chosen model's row -> both passes, the ridge point and the caption."""
+        p, batch = f"({v['prompt_len']})", f"({v['batch']})"
+        prefill = (f"'prefill ' + {batch} + ' x ' + {p} + ' tokens: ' + "
+                   f"{_f('datum.pre_s * 1e3')} + ' ms, ' + datum.pre_bound + "
+                   f"'-bound at ' + {_f('datum.pre_x')} + ' FLOP/byte'")
+        decode = (f"'decode step at context ' + {p} + ': ' + "
+                  f"{_f('datum.dec_s * 1e3')} + ' ms, ' + datum.dec_bound + "
+                  f"'-bound at ' + {_f('datum.dec_x')} + ' FLOP/byte,'")
+        ridge = (f"'  ' + {_f(f'{batch} / datum.dec_s')} + ' tokens/s; ridge point ' + "
+                 f"{_f('datum.ridge')} + ' FLOP/byte'")
+        return ([{"filter": f"datum.key == ({v['model']})"},
+                 _calc(f"({v['peak_tflops']}) * 1e12", "peak"),
+                 _calc(f"({v['bandwidth_gbs']}) * 1e9", "bw"),
+                 _calc("datum.peak / datum.bw", "ridge")]
+                + _cost_transforms("pre", p, "0", v)
+                + _cost_transforms("dec", "1", p, v)
+                + [_calc(f"[{prefill}, {decode}, {ridge}]", "caption")])
+
+    @staticmethod
+    def title(v: dict) -> dict:
+        """The model's name and the hardware, from the sliders."""
+        keys = json.dumps(list(EXPLORER_MODELS))
+        names = json.dumps([MODELS[k].name for k in EXPLORER_MODELS])
+        return {"expr": f"{names}[indexof({keys}, {v['model']})] + ' on ' + "
+                        f"{_f(v['bandwidth_gbs'])} + ' GB/s, ' + "
+                        f"{_f(v['peak_tflops'])} + ' TFLOP/s'"}
+
+    @staticmethod
+    def encodings() -> dict:
+        import altair as alt
+
+        return {"x": alt.X("x:Q", title="arithmetic intensity (FLOP per byte)",
+                           scale=alt.Scale(type="log"),
+                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
+                "y": alt.Y("y:Q", title="FLOP/s", scale=alt.Scale(type="log"),
+                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
+                "color": alt.Color("what:N", title=None, scale=alt.Scale(
+                    domain=["roofline", "prefill", "decode"],
+                    range=[style.INK, style.PALETTE[0], style.PALETTE[3]]))}
+
+    def __call__(self, v: dict, width: int, height: int):
+        import altair as alt
+
+        xy = self.encodings()
+        peak, bandwidth = f"({v['peak_tflops']}) * 1e12", f"({v['bandwidth_gbs']}) * 1e9"
+        roof = alt.Chart(alt.NamedData(name="intensities")).transform_calculate(
+            y=f"min({peak}, datum.x * {bandwidth})", what="'roofline'"
+        ).mark_line().encode(**xy)
+        row = alt.Chart(alt.NamedData(name="models"), transform=self.transforms(v))
+        tip = [alt.Tooltip("what:N", title="pass"), alt.Tooltip("x:Q", format=".3~g"),
+               alt.Tooltip("y:Q", format=".3~g")]
+        grey = style.GREY
+        layers = [roof, row.mark_rule(strokeDash=[5, 4], color=grey).encode(x="ridge:Q"),
+                  row.mark_text(align="left", baseline="top", dx=4, y=4, color=grey,
+                                text="ridge").encode(x="ridge:Q")]
+        for key, name in (("pre", "prefill"), ("dec", "decode")):
+            point = row.transform_calculate(x=f"datum.{key}_x", y=f"datum.{key}_y",
+                                            what=f"'{name}'")
+            layers += [point.mark_circle(size=110, opacity=1).encode(**xy, tooltip=tip),
+                       point.mark_text(align="left", dx=9, dy=-9, fontWeight="bold")
+                       .encode(**xy, text="what:N")]
+        main = alt.layer(*layers).properties(width=width, height=height,
+                                             title=frame_title(self.title(v)))
+        caption = (row.mark_text(align="left", baseline="top", font=style.MONOSPACE,
+                                 lineHeight=CAPTION_LINE_PX)
+                   .encode(x=alt.value(0), y=alt.value(2), text="caption:N")
+                   .properties(width=width, height=3 * CAPTION_LINE_PX + 4))
+        return [main, caption]
+
+
+EXPLORER_SLIDERS = {
+    "model": (EXPLORER_MODELS, "7b"),
+    "bytes_per_weight": ((0.5, 1, 2, 4), 2),
+    "prompt_len": ((1, 16, 128, 1000, 4096, 16384), 1000),
+    "batch": ((1, 4, 16, 64, 256, 1024), 1),
+    "bandwidth_gbs": ((50, 500, 1000, 2000, 3350, 4800), 2000),
+    "peak_tflops": ((1, 10, 100, 500, 989, 2000), 500),
+}
+
+
+def roofline_explorer():
+    """A kernel-free ``figures.SliderFigure``: the roofline and the prefill and decode
+    operating points for a model, bytes per weight, prompt length, batch, bandwidth and
+    FLOP/s."""
+    labels = {"model": "model", "bytes_per_weight": "bytes per weight",
+              "prompt_len": "prompt length", "batch": "batch size",
+              "bandwidth_gbs": "bandwidth (GB/s)", "peak_tflops": "peak TFLOP/s"}
+    sliders = [Slider(name, values, value, labels[name],
+                      fmt=(lambda k: MODELS[k].name) if name == "model" else str)
+               for name, (values, value) in EXPLORER_SLIDERS.items()]
+    models = [{"key": k, "name": m.name, "n_params": m.n_params, "n_layer": m.n_layer,
+               "d_model": m.d_model, "n_head": m.n_head,
+               "n_kv_heads": m.n_kv_heads or m.n_head}
+              for k, m in ((k, MODELS[k]) for k in EXPLORER_MODELS)]
+    intensities = [{"x": x} for x in _INTENSITIES]
+    return SliderFigure(sliders, vega=RooflineChart(), height=400,
+                        data={"models": models, "intensities": intensities})
+
+
+def prefill_decode_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,
+                         n_decode: int = 8) -> dict:
+    """Per step (prefill, then ``n_decode`` decode steps), the fraction of the weights read
+    and the fraction of the step's time the arithmetic units are busy; steps after ``step``
+    are not drawn yet."""
+    costs = [prefill_cost(spec, hw, prompt_len)]
+    costs += [decode_cost(spec, hw, prompt_len + i) for i in range(n_decode)]
+    shown = [i <= step for i in range(len(costs))]
+    now = costs[step]
+    what = (f"prefill: {prompt_len} tokens in one pass" if step == 0
+            else f"decode step {step}: 1 token, {prompt_len + step - 1} cached")
+    return {
+        "title": f"{spec.name} on {hw.name}, prompt of {prompt_len} tokens",
+        "categories": ["prefill"] + [f"d{i}" for i in range(1, n_decode + 1)],
+        "ylabel": "fraction", "ylim": [0, 1.05],
+        "bars": [{"y": [1.0 if s else 0.0 for s in shown], "name": "weights read (all of them)",
+                  "color": "#7f7f7f", "fill": False},
+                 {"y": [c.compute_utilization if s else 0.0 for c, s in zip(costs, shown)],
+                  "name": "arithmetic units busy", "color": "#1f77b4"}],
+        "caption": (f"{what}: reads {_fmt(now.bytes / 1e9)} GB, does {_fmt(now.flops / 1e12)} "
+                    f"TFLOP, takes {_fmt(now.seconds * 1e3)} ms ({now.bound}-bound); "
+                    f"the arithmetic units are busy {_fmt(100 * now.compute_utilization)}% of it"),
+    }
+
+
+def prefill_decode_figure(spec: ModelSpec | None = None, hw: Hardware | None = None,
+                          prompt_lens=(10, 100, 1000), n_decode: int = 8):
+    """A kernel-free stepped figure of ``prefill_decode_chart`` (sliders: prompt length, step)."""
+    spec = spec or MODELS["7b"]
+    hw = hw or HARDWARE["round-gpu"]
+    sliders = [Slider("prompt_len", prompt_lens, prompt_lens[-1], "prompt length"),
+               Slider("step", range(n_decode + 1), 0, "step",
+                      fmt=lambda s: "prefill" if s == 0 else f"decode {s}")]
+    return SliderFigure(sliders, frame_fn=lambda prompt_len, step: prefill_decode_chart(
+        spec, hw, prompt_len, step, n_decode), width=680, height=330)

@@ -1,0 +1,120 @@
+"""The book's one figure style: palette, font sizes and widths, for matplotlib and
+Vega-Lite alike.
+
+    from shakespeare_lm import style
+    style.use()      # in a chapter's setup cell: matplotlib rcParams + the Altair theme
+    style.PALETTE    # the colours, in the order series get them
+
+The palette is Okabe and Ito's (2008), chosen to stay distinct under the common forms of
+colour blindness. Figures are as wide as the book's page column (``FIGURE_WIDTH_PX``),
+so a figure is shown at its own size and its text at the sizes below: labels are never
+smaller than ``FONT_SIZES["tick"]`` pixels. The kernel-free figures
+(``shakespeare_lm.site.figures``) always use ``vega_config()``, whether or not ``use()`` was
+called.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+# Okabe & Ito, "Color Universal Design" (2008): blue, orange, bluish green, vermillion,
+# reddish purple, sky blue, yellow, black
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
+           "#000000")
+GREY = "#8c8c8c"       # reference lines, things switched off
+MUTED = "#c8c8c8"      # what a rule removed
+INK = "#222222"        # text
+FONT = "Helvetica Neue, Helvetica, Arial, sans-serif"
+MONOSPACE = "SFMono-Regular, Menlo, Consolas, monospace"
+# text sizes in pixels, as the reader sees them
+FONT_SIZES = {"tick": 12, "label": 13, "title": 15, "legend": 12, "caption": 12}
+# a notebook output on the book's site is 688 px wide in a 1280 px window (measured in
+# Chromium): a figure this wide is shown at its own size, its text at FONT_SIZES
+FIGURE_WIDTH_PX = 680
+FIGURE_HEIGHT_PX = 340
+# what a Vega-Lite chart's plotting area leaves of the figure's width: the y axis, its
+# labels, a tick label overhanging the right end, and vega-embed's menu button
+PLOT_MARGIN_PX = 130
+FIGURE_DPI = 100
+THEME = "shakespeare_lm"
+
+
+def _mpl_rc() -> dict:
+    """matplotlib rcParams for the style: sizes in points at FIGURE_DPI, so that a
+    figure of FIGURE_WIDTH_PX shows its text at about the pixel sizes of FONT_SIZES."""
+    from cycler import cycler
+
+    pt = 72 / FIGURE_DPI  # points per pixel
+    return {
+        "figure.figsize": (FIGURE_WIDTH_PX / FIGURE_DPI, FIGURE_HEIGHT_PX / FIGURE_DPI),
+        "figure.dpi": FIGURE_DPI, "savefig.dpi": FIGURE_DPI,
+        "figure.constrained_layout.use": True,
+        "font.family": "sans-serif",
+        "font.size": FONT_SIZES["label"] * pt,
+        "axes.titlesize": FONT_SIZES["title"] * pt,
+        "axes.labelsize": FONT_SIZES["label"] * pt,
+        "xtick.labelsize": FONT_SIZES["tick"] * pt,
+        "ytick.labelsize": FONT_SIZES["tick"] * pt,
+        "legend.fontsize": FONT_SIZES["legend"] * pt,
+        "legend.title_fontsize": FONT_SIZES["legend"] * pt,
+        "legend.loc": "best", "legend.framealpha": 0.85, "legend.frameon": True,
+        "axes.prop_cycle": cycler(color=list(PALETTE)),
+        "axes.spines.top": False, "axes.spines.right": False,
+        "axes.grid": True, "grid.color": "#e6e6e6", "grid.linewidth": 0.8,
+        "axes.axisbelow": True, "text.color": INK, "axes.labelcolor": INK,
+        "xtick.color": INK, "ytick.color": INK, "lines.linewidth": 2.0,
+    }
+
+
+def vega_config() -> dict:
+    """The style's Vega-Lite ``config`` (the Altair theme's, every SliderFigure's)."""
+    axis = {"labelFontSize": FONT_SIZES["tick"], "titleFontSize": FONT_SIZES["label"],
+            "titleFontWeight": "normal", "labelColor": INK, "titleColor": INK,
+            "gridColor": "#e6e6e6", "domainColor": "#888888", "tickColor": "#888888"}
+    return {
+        "font": FONT,
+        "axis": axis,
+        "legend": {"labelFontSize": FONT_SIZES["legend"],
+                   "titleFontSize": FONT_SIZES["legend"], "labelLimit": 320,
+                   "symbolSize": 120, "orient": "top", "direction": "horizontal",
+                   "titleOrient": "left", "columnPadding": 14},
+        "title": {"fontSize": FONT_SIZES["title"], "fontWeight": "bold", "color": INK,
+                  "anchor": "start", "subtitleFontSize": FONT_SIZES["label"],
+                  "subtitleColor": INK, "offset": 8},
+        "range": {"category": list(PALETTE)},
+        "text": {"fontSize": FONT_SIZES["caption"], "color": INK},
+        "line": {"strokeWidth": 2},
+        "view": {"stroke": None, "continuousWidth": FIGURE_WIDTH_PX - PLOT_MARGIN_PX,
+                 "continuousHeight": FIGURE_HEIGHT_PX - 80},
+        "padding": 6,
+        # re-measure when the data or a title change (a slider moved): axes and captions
+        # never end up clipped
+        "autosize": {"type": "pad", "resize": True},
+    }
+
+
+def altair_theme() -> dict:
+    """The Altair theme: ``{"config": vega_config()}``."""
+    return {"config": vega_config()}
+
+
+def register_altair_theme(enable: bool = True) -> None:
+    """Register the Altair theme as ``THEME`` (and enable it)."""
+    import altair as alt
+
+    if THEME not in alt.theme.names():
+        alt.theme.register(THEME, enable=False)(altair_theme)
+    if enable:
+        alt.theme.enable(THEME)
+
+
+def use() -> None:
+    """Apply the style: matplotlib rcParams, the Altair theme registered and enabled."""
+    import matplotlib as mpl
+
+    mpl.rcParams.update(_mpl_rc())
+    # a chapter that still calls fig.tight_layout() switches that figure from
+    # constrained to tight layout, which matplotlib announces with a warning: both
+    # layouts are fine here
+    warnings.filterwarnings("ignore", message="The figure layout has changed to tight")
+    register_altair_theme(enable=True)

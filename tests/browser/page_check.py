@@ -1,0 +1,302 @@
+"""The page check: what a reader sees on each page of the built site, in headless
+Chromium at 1280 px, after MathJax has typeset it. Six checks, each a count of
+offenders:
+
+- ``raw_tex``: TeX left as text (``$x$``, ``\\frac``, ``^{``), or a MyST role that did
+  not render (``:eval:`glued.x```), in prose or in a rich output (HTML, SVG labels,
+  widgets), outside rendered maths and code.
+- ``python_repr``: a Python repr in prose (``np.float64(0.58)``, ``tensor([``,
+  ``<function``, ``Config(x=``, a glued or ``{eval}`` string shown with its quotes).
+  Prose is paragraphs, lists, tables, admonitions and captions; code cells and their
+  outputs, where reprs are legitimate, are not prose.
+- ``check_code``: a visible code-cell input line that is part of an ``assert`` statement
+  or a ``glue(...)`` call, or carries ``NBVAL``.
+- ``long_code_line``: a visible code-cell input line over 88 characters.
+- ``small_image``: an image or inline SVG shown under 70% of its natural width, so that
+  its labels shrink with it (icons are ignored).
+- ``column_overflow``: the page column (``article``), or the page, is wider than its
+  box; a wide table or code block that scrolls inside its own container is fine.
+
+"Visible" code is a code cell's input rendered when the page opens (``hide-input``
+puts it in a closed ``<details>``; ``remove-input`` and ``remove-cell`` drop it). Prose
+inside a closed dropdown counts: the reader opens it. The browser collects the text, the
+code, the image sizes and the column widths (``page_check.js``); the functions below
+judge them. The site test, the unit tests (``tests/browser/test_page_check.py``) and this
+command line all go through ``inspect``:
+
+    python -m tests.browser.page_check [SITE] [PAGE ...] [--show N]
+
+prints, per page, the count of each check and the page's height in px at 1280 px wide,
+and with ``--show N`` the first N offenders of each (SITE defaults to ``_build/html``,
+the pages to those of ``_toc.yml``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .test_site import SITE, PageVisit, launch, serve, toc_pages, typeset_math
+
+VIEWPORT = {"width": 1280, "height": 900}
+MAX_LINE = 88
+MIN_SCALE = 0.70
+ICON_MAX = (120, 40)  # an image narrower or lower than this (natural px) is an icon,
+ICON_SHOWN = 48       # and so is one shown narrower than this
+CHECKS = ("raw_tex", "python_repr", "check_code", "long_code_line", "small_image",
+          "column_overflow")
+
+TEX = re.compile("|".join([
+    r"\$\$",                      # display-maths delimiters left as text
+    r"\$[^$\s][^$\n]{0,200}?\$",  # $...$
+    r"\$(?=\s*⟨math⟩)|(?<=⟨math⟩)\s*\$",  # a $ beside a formula: dollar maths broke
+    r"\\[A-Za-z]{2,}",            # \min, \frac, \mathrm, \tfrac
+    r"\\[()\[\]]",                # \( \) \[ \] that MathJax did not take
+    r"[\^_]\{",                   # ^{ and _{
+]))
+ROLE = re.compile(r"(?::[a-z][\w:-]*:|\{[a-z][\w:-]*\})`[^`]*`")  # shown: :eval:`x`
+REPR = re.compile("|".join([
+    r"\b(?:np|numpy)\.(?:float|int|uint|bool|complex|str)\w*\(",
+    r"\b(?:tensor|array)\((?:\s*[-\[\d.]|True|False|nan|inf)",
+    r"<(?:function|bound method|built-in \w+|module|class|generator object) ",
+    r"\bobject at 0x[0-9a-fA-F]+",
+    r"\bdict_(?:keys|values|items)\(",
+    r"\btorch\.Size\(",
+    r"\bdevice\(type=",
+    r"\bdtype=(?:torch|np|numpy)\.",
+    r"\bParameter containing",
+    r"\b(?:defaultdict|OrderedDict|Counter|deque|Decimal|Fraction)\(",
+    r"\b[A-Z][A-Za-z0-9_]*\([a-z_]\w*=",         # a dataclass: DecodingConfig(top_p=
+    r"(?<![\w'\u2019])'[^'\n]{1,80}'(?![\w'])",  # a 'string' (prose quotes are curly)
+]))
+# TeX commands that begin like the string escapes \\n, \\t, \\r
+TEX_N_T_R = {"ne", "neq", "nabla", "not", "nu", "ni", "neg", "nolimits", "newline",
+             "nmid", "tau", "theta", "times", "text", "textbf", "textit", "textrm",
+             "texttt", "tfrac", "tilde", "to", "top", "triangle", "tanh", "tan", "rho",
+             "right", "rangle", "rightarrow", "rfloor", "rceil", "rvert", "rVert", "rm"}
+MARKER = re.compile("⟨(?:math|code)⟩")  # where page_check.js left out maths or code
+QUOTED = re.compile(r"""^\s*(['"]).*\1\s*$""", re.S)  # a glued str shown as its repr
+NBVAL = re.compile(r"NBVAL")
+MAGIC = re.compile(r"^\s*[%!]")
+
+
+@dataclass
+class PageReport:
+    """One page's offenders per check (text to find each by) and its height in px."""
+
+    path: str
+    height: int
+    offenders: dict[str, list[str]] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        return {check: len(self.offenders.get(check, [])) for check in CHECKS}
+
+
+def snippet(text: str, start: int, end: int, context: int = 30) -> str:
+    """The match in text[start:end] with some context either side, on one line."""
+    left = ("…" if start > context else "") + text[max(0, start - context):start]
+    right = text[end:end + context] + ("…" if end + context < len(text) else "")
+    return " ".join(f"{left}«{text[start:end]}»{right}".split())
+
+
+def matches(pattern: re.Pattern, blocks: list[str], where: str) -> list[str]:
+    return [f"{where}: {snippet(text, m.start(), m.end())}"
+            for text in blocks for m in pattern.finditer(text)]
+
+
+def raw_tex(prose: list[str], rich_output: list[str]) -> list[str]:
+    """TeX source a reader sees as text: in prose, or in an HTML/SVG/widget output."""
+    out = []
+    for where, texts in (("prose", prose), ("output", rich_output)):
+        for text in texts:
+            out += [f"{where}: {snippet(text, *span)}" for span in _tex_fragments(text)]
+    return out
+
+
+def _tex_fragments(text: str) -> list[tuple[int, int]]:
+    """Spans of raw TeX, one per stretch of text between rendered maths or code (so that
+    ``x_{i-1}, \\dots`` left over from one broken formula counts once), and one per role
+    left as text."""
+    spans: dict[object, tuple[int, int]] = {}
+    roles = [m.span() for m in ROLE.finditer(text)]
+    for m in TEX.finditer(text):
+        if _string_escape(m.group()) or any(a <= m.start() < b for a, b in roles):
+            continue
+        stretch = len(MARKER.findall(text, 0, m.start()))
+        start, _ = spans.get(stretch, (m.start(), 0))
+        spans[stretch] = (start, m.end())
+    return sorted([*spans.values(), *roles])
+
+
+def _string_escape(match: str) -> bool:
+    """\\nRemove in a shown string is a newline before "Remove", not a TeX command."""
+    escape = re.match(r"\\[ntr]([A-Za-z]+)$", match)
+    return bool(escape) and match[1:] not in TEX_N_T_R
+
+
+def python_reprs(prose: list[str], pasted: list[str]) -> list[str]:
+    """Python reprs in prose, and glued values shown as a string's repr (quoted)."""
+    seen = {m.group() for text in prose for m in REPR.finditer(text)}
+    quoted = [f"glued: «{' '.join(text.split())}»" for text in pasted
+              if QUOTED.match(text) and text.strip() not in seen]
+    return matches(REPR, prose, "prose") + quoted
+
+
+def _statement_lines(source: str) -> set[int]:
+    """0-based lines of source inside an assert statement or a glue(...) call."""
+    lines = [("#" if MAGIC.match(line) else line) for line in source.split("\n")]
+    tree = ast.parse("\n".join(lines))
+    found = set()
+    for node in ast.walk(tree):
+        func = getattr(node, "func", None)
+        name = getattr(func, "id", None) or getattr(func, "attr", None)
+        is_glue = isinstance(node, ast.Call) and name == "glue"
+        if isinstance(node, ast.Assert) or is_glue:
+            found.update(range(node.lineno - 1, node.end_lineno))
+    return found
+
+
+def check_code_lines(cells: list[str]) -> list[str]:
+    """Visible input lines inside an assert or a glue( call, or that carry NBVAL."""
+    out = []
+    for source in cells:
+        lines = source.split("\n")
+        try:
+            flagged = _statement_lines(source)
+        except SyntaxError:  # not Python as a whole: judge line by line
+            flagged = {i for i, line in enumerate(lines)
+                       if re.match(r"\s*assert\b|.*\bglue\(", line)}
+        flagged |= {i for i, line in enumerate(lines) if NBVAL.search(line)}
+        out += [lines[i].strip()[:100] for i in sorted(flagged)]
+    return out
+
+
+def long_code_lines(cells: list[str], limit: int = MAX_LINE) -> list[str]:
+    """Visible input lines longer than limit characters, with their length."""
+    lines = (raw.rstrip() for source in cells for raw in source.split("\n"))
+    return [f"{len(line)} chars: {line.strip()[:100]}" for line in lines
+            if len(line) > limit]
+
+
+def small_images(images: list[dict], min_scale: float = MIN_SCALE) -> list[str]:
+    """Images shown under min_scale of their natural width (both in CSS px)."""
+    out = []
+    for im in images:
+        natural, shown = im["natural"], im["shown"]
+        icon = natural < ICON_MAX[0] or im["natural_height"] < ICON_MAX[1]
+        if icon or shown < ICON_SHOWN:  # or drawn at icon size (a glyph: 512 -> 13 px)
+            continue
+        if shown < min_scale * natural:
+            out.append(f"{im['name']}: shown {shown:.0f} px of {natural:.0f} px "
+                       f"natural ({shown / natural:.1%})")
+    return out
+
+
+def column_overflow(columns: list[dict]) -> list[str]:
+    """The elements that make a column (the article, then the page) wider than its box.
+    The page is judged only if the article is fine: both would name the same culprit."""
+    for col in columns:
+        if col["scroll"] > col["client"] + 1:
+            head = (f"{col['name']} scrollWidth {col['scroll']} > "
+                    f"clientWidth {col['client']}")
+            return [f"{head}: {c}" for c in col["culprits"]] or [head]
+    return []
+
+
+def judge(data: dict) -> dict[str, list[str]]:
+    """Every check's offenders, from what page_check.js collected on one page."""
+    return {"raw_tex": raw_tex(data["prose"], data["rich_output"]),
+            "python_repr": python_reprs(data["prose"], data["pasted"]),
+            "check_code": check_code_lines(data["code"]),
+            "long_code_line": long_code_lines(data["code"]),
+            "small_image": small_images(data["images"]),
+            "column_overflow": column_overflow(data["columns"])}
+
+
+EXTRACT_JS = (Path(__file__).with_name("page_check.js")).read_text()
+
+
+def settle(page) -> None:
+    """Wait for what changes the page after load: MathJax, widget views, web fonts."""
+    from playwright.sync_api import TimeoutError as Timeout
+
+    page.wait_for_load_state("networkidle")
+    typeset_math(page)
+    if page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
+        try:
+            page.wait_for_selector(".jupyter-widgets", timeout=15000)
+        except Timeout:  # no widget drew: the checks still run (test_site fails that)
+            pass
+    page.evaluate("document.fonts.ready.then(() => true)")
+
+
+def inspect(page, path: str = "") -> PageReport:
+    """Settle the open page and run every check on it."""
+    settle(page)
+    data = page.evaluate(EXTRACT_JS)
+    return PageReport(path, data["height"], judge(data))
+
+
+def inspect_url(browser, url: str, path: str) -> PageReport:
+    """Open url at 1280 px (nothing may leave the machine) and run every check."""
+    visit = PageVisit(browser, url, viewport=VIEWPORT)
+    try:
+        return inspect(visit.page, path)
+    finally:
+        visit.close()
+
+
+def describe(report: PageReport, show: int) -> str:
+    """The offenders of every failing check, the first `show` of each."""
+    lines = []
+    for check in CHECKS:
+        found = report.offenders.get(check, [])
+        if found:
+            head = f"{report.path}: {check}: {len(found)} offender(s), first {show}:"
+            lines.append(head)
+            lines += [f"    {item}" for item in found[:show]]
+    return "\n".join(lines)
+
+
+def table(reports: list[PageReport]) -> str:
+    """A Markdown table: per page, each check's count and the height; the totals."""
+    heads = ["page", *CHECKS, "height_px"]
+    rows = [[r.path, *map(str, r.counts().values()), str(r.height)] for r in reports]
+    totals = [sum(r.counts()[c] for r in reports) for c in CHECKS]
+    rows.append(["total", *map(str, totals), str(sum(r.height for r in reports))])
+    widths = [max(len(row[i]) for row in [heads, *rows]) for i in range(len(heads))]
+    lines = [[c.ljust(w) for c, w in zip(row, widths)]
+             for row in [heads, ["-" * w for w in widths], *rows]]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from playwright.sync_api import sync_playwright
+
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.browser.page_check", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("site", nargs="?", type=Path, default=SITE, help="built site")
+    parser.add_argument("pages", nargs="*", help="pages in it (default: the TOC's)")
+    parser.add_argument("--show", type=int, default=0, help="N offenders per check")
+    args = parser.parse_args(argv)
+    pages = args.pages or [p for p in toc_pages() if (args.site / p).exists()]
+    missing = sorted(set(toc_pages()) - set(pages)) if not args.pages else []
+    with serve(args.site) as url, sync_playwright() as p:
+        browser = launch(p)
+        reports = [inspect_url(browser, f"{url}/{path}", path) for path in pages]
+        browser.close()
+    print(table(reports))
+    if missing:
+        print(f"not in {args.site}: {', '.join(missing)}")
+    details = [describe(report, args.show) for report in reports] if args.show else []
+    print("\n".join(text for text in details if text))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

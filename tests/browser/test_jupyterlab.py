@@ -1,0 +1,352 @@
+"""JupyterLab, where students read the book, in a real headless Chromium.
+
+``make lab`` starts JupyterLab on the chapters with jupyterlab-myst active, the chapters
+trusted and the defaults of ``lab/overrides.json``. This test does the same on a
+temporary root that holds a copy of ``notebooks/``: the kernel finds the package and its
+``data/`` through ``shakespeare_lm.paths``, never through the working directory. The
+server listens on a free port of 127.0.0.1, with a token, and keeps its configuration,
+user settings, workspace and signatures in the temporary folder. In Chromium:
+
+* chapter 7 stays unrun: its prose shows the values stored in ``user_expressions``, its
+  citations read as author and year, no raw ``{eval}``, ``{glue}`` or ``{cite}`` role is
+  left, and every figure that needs no kernel is mounted (a Vega chart, or a
+  ``.kernel-free-figure``);
+* chapter 1, opened beside it, runs with Run All in a fresh kernel: no cell ends in an
+  error, its prose values are evaluated again in the kernel (the stored ones were
+  replaced by a marker that must disappear; the committed values must come back), and
+  its live widget answers its slider.
+
+The test stops only the server it started. Run it under the pinned numerics, as ``make
+test`` does (``set -a; . ./numerics.env; set +a``): the kernel then computes the
+committed values exactly, on one thread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from shakespeare_lm.site.citations import bibliography
+from .test_site import CHROMIUM, CHROMIUM_ARGS, missing, offline_router
+
+ROOT = Path(__file__).resolve().parents[2]
+JUPYTER = Path(sys.executable).with_name("jupyter")
+LAB_SETTINGS = ROOT / "lab"  # overrides.json: the defaults that `make lab` sets
+UNRUN, RUN = "07_cost_of_generation.ipynb", "01_generation_loop.ipynb"
+MARKER = "STORED-VALUE-NOT-YET-EVALUATED"
+# Rendered Markdown: jupyterlab-myst's widget, or JupyterLab's own renderer (without
+# MyST, whose raw roles the checks below then find)
+RENDERED = ".myst, .jp-RenderedMarkdown"
+RAW_ROLES = re.compile(r"\{(eval|glue|cite)[:}]")
+STDERR = "[data-mime-type='application/vnd.jupyter.stderr']"  # errors, tracebacks
+MOUNTED_FIGURES = (  # a Vega chart drawn, or a kernel-free figure that mounted
+    ".vega-embed:has(svg, canvas), "
+    ".kernel-free-figure[data-state]:not([data-state='failed'])")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _lab_env(state: Path) -> dict:
+    """This environment (pinned numerics included), Jupyter's folders in ``state``."""
+    env = dict(os.environ)
+    env.update(JUPYTER_CONFIG_DIR=str(state / "config"),
+               JUPYTER_DATA_DIR=str(state / "data"),
+               JUPYTER_RUNTIME_DIR=str(state / "runtime"),
+               JUPYTERLAB_SETTINGS_DIR=str(state / "settings"))
+    return env
+
+
+def _replace_stored_values(path: Path) -> int:
+    """Replace every stored prose value of a notebook by MARKER; return how many."""
+    nb = json.loads(path.read_text("utf-8"))
+    count = 0
+    for cell in nb["cells"]:
+        for entry in cell.get("metadata", {}).get("user_expressions", []):
+            entry["result"]["data"] = {"text/plain": MARKER}
+            count += 1
+    path.write_text(json.dumps(nb, indent=1))
+    return count
+
+
+class LabServer:
+    """``jupyter lab`` on a copy of the chapters, started as ``make lab`` starts it."""
+
+    def __init__(self, work: Path):
+        self.root, state = work / "root", work / "state"
+        shutil.copytree(ROOT / "notebooks", self.root)
+        self.marked = _replace_stored_values(self.root / RUN)
+        self.env = _lab_env(state)
+        chapters = [str(p) for p in sorted(self.root.glob("*.ipynb"))]
+        subprocess.run([str(JUPYTER), "trust", *chapters], env=self.env, check=True,
+                       capture_output=True)
+        self.token, port = secrets.token_hex(16), _free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.log_path = work / "lab.log"
+        command = [str(JUPYTER), "lab", "--no-browser", "--allow-root",
+                   "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+                   "--ServerApp.port_retries=0",
+                   f"--IdentityProvider.token={self.token}",
+                   f"--ServerApp.root_dir={self.root}",
+                   f"--LabApp.app_settings_dir={LAB_SETTINGS}",
+                   f"--LabApp.workspaces_dir={state / 'workspaces'}"]
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(command, env=self.env, stdout=log,
+                                         stderr=subprocess.STDOUT, cwd=self.root)
+        self._wait_ready(timeout=90)
+
+    def _wait_ready(self, timeout: float):
+        request = urllib.request.Request(
+            f"{self.url}/api/status", headers={"Authorization": f"token {self.token}"})
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            try:
+                with urllib.request.urlopen(request, timeout=2):
+                    return
+            except OSError:
+                time.sleep(0.5)
+        self.stop()
+        pytest.fail(f"JupyterLab did not answer on {self.url} within {timeout:.0f} s "
+                    f"(exit code {self.proc.returncode}); its log ends:\n"
+                    + self.log_path.read_text(errors="replace")[-3000:])
+
+    def stop(self):
+        """Terminate this server only (it shuts down the kernels it started)."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+
+
+class LabPage:
+    """A Chromium page on the server; records uncaught errors, off-machine requests."""
+
+    def __init__(self, browser, server: LabServer):
+        self.server, self.errors, self.external = server, [], []
+        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.route("**/*", offline_router(self.external))
+        self.page.goto(f"{server.url}/lab/tree/{UNRUN}?token={server.token}")
+        self.panels = {UNRUN: self._panel(UNRUN, kernel=False)}
+
+    def open(self, name: str):
+        """Open a second chapter from the file browser, beside the first."""
+        self.page.locator(".jp-DirListing-itemText", has_text=name).dblclick()
+        self.panels[name] = self._panel(name, kernel=True)
+        return self.panels[name]
+
+    def tab(self, name: str):
+        return self.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
+
+    def _panel(self, name: str, kernel: bool):
+        """The panel of tab ``name``, once its cells are in (and its kernel is idle)."""
+        tab = self.tab(name)
+        tab.wait_for(timeout=60_000)
+        panel = self.page.locator(f"[id='{tab.get_attribute('data-id')}']")
+        panel.locator(".jp-MarkdownCell").first.wait_for(timeout=60_000)
+        if kernel:
+            self.wait_idle(panel)
+        return panel
+
+    def wait_idle(self, panel, timeout: float = 120_000):
+        indicator = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
+        panel.locator(indicator).wait_for(timeout=timeout)
+
+    def menu(self, menu: str, item: str):
+        for where, label in ((".lm-MenuBar-itemLabel", menu),
+                             (".lm-Menu-itemLabel", item)):
+            self.page.locator(where, has_text=re.compile(f"^{label}$")).click()
+
+    def snapshot(self, what: str) -> Path:
+        """A screenshot beside the server's log, for a failure message."""
+        path = self.server.log_path.with_name(f"{what}.png")
+        self.page.screenshot(path=str(path))
+        return path
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    if not (JUPYTER.exists() and Path(CHROMIUM).exists()):
+        missing(f"needs {JUPYTER} and Debian's chromium (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("playwright is not installed")
+    server = LabServer(tmp_path_factory.mktemp("jupyterlab"))
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+            page = LabPage(browser, server)
+            yield page
+            page.page.unroute_all(behavior="ignoreErrors")
+            browser.close()
+    finally:
+        server.stop()
+
+
+def _markdown_texts(panel) -> list[str | None]:
+    """The rendered text of every cell of a panel, in order (None for code cells)."""
+    return panel.evaluate(
+        "(p, sel) => [...p.querySelectorAll('.jp-Notebook .jp-Cell')].map(c => "
+        "c.classList.contains('jp-MarkdownCell') ? "
+        "((c.querySelector(sel) || {}).textContent || '') : null)", RENDERED)
+
+
+def _shown(result: dict) -> str:
+    """The text jupyterlab-myst shows for a stored plain-text result, unquoted."""
+    text = result["data"]["text/plain"]
+    return re.sub(r"^([\"'])(.*)\1$", r"\2", text, flags=re.DOTALL)
+
+
+def _prose_problems(nb: dict, texts: list[str | None], skip=frozenset()) -> list[str]:
+    """What is wrong with a notebook's rendered Markdown: raw roles, bib keys shown as
+    text (an unresolved citation), stored values missing from their cell (except the
+    values of glue names in ``skip``)."""
+    assert len(texts) == len(nb["cells"]), (len(texts), len(nb["cells"]))
+    problems, keys = [], sorted(bibliography())
+    for i, (cell, text) in enumerate(zip(nb["cells"], texts)):
+        if cell["cell_type"] != "markdown":
+            continue
+        if not text:
+            problems.append(f"cell {i}: Markdown not rendered")
+            continue
+        if RAW_ROLES.search(text):
+            problems.append(f"cell {i}: raw role {RAW_ROLES.search(text).group(0)!r}")
+        if shown_keys := [k for k in keys if k in text]:
+            problems.append(f"cell {i}: citation keys shown as text {shown_keys} "
+                            "(an unresolved {cite})")
+        for entry in cell.get("metadata", {}).get("user_expressions", []):
+            if set(re.findall(r"glued\.(\w+)", entry["expression"])) & skip:
+                continue
+            if (shown := _shown(entry["result"])) not in text:
+                expr = entry["expression"]
+                problems.append(f"cell {i}: {{eval}}`{expr}` should show {shown!r}, "
+                                f"and the cell reads {text[:300]!r}")
+    return problems
+
+
+def _figure_count(nb: dict) -> int:
+    """How many figures needing no kernel the stored outputs hold (Vega or not)."""
+    count = 0
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            vega = ("application/vnd.vegalite.", "application/vnd.vega.")
+            if any(mime.startswith(vega) for mime in data):
+                count += 1
+            elif "kernel-free-figure" in "".join(data.get("text/html", "")):
+                count += 1
+    return count
+
+
+def test_unrun_chapter_shows_stored_values_citations_and_figures(lab):
+    panel = lab.panels[UNRUN]
+    nb = json.loads((lab.server.root / UNRUN).read_text("utf-8"))
+    lab.page.wait_for_function(
+        "([p, sel]) => [...p.querySelectorAll('.jp-MarkdownCell')]"
+        ".every(c => c.querySelector(sel))",
+        arg=[panel.element_handle(), RENDERED], timeout=60_000)
+    problems = _prose_problems(nb, _markdown_texts(panel))
+    assert problems == [], "\n".join(problems)
+    expected = _figure_count(nb)
+    assert expected >= 1, f"{UNRUN} stores no figure that needs no kernel"
+    lab.page.wait_for_function(
+        "([p, sel, n]) => p.querySelectorAll(sel).length >= n",
+        arg=[panel.element_handle(), MOUNTED_FIGURES, expected], timeout=30_000)
+    assert panel.locator(MOUNTED_FIGURES).count() == expected
+    assert lab.external == [], f"requests that would leave the machine: {lab.external}"
+
+
+def _run_all(lab, panel):
+    """Clear the outputs, Run All, and wait until every cell has run."""
+    panel.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+    lab.menu("Edit", "Clear Outputs of All Cells")
+    lab.menu("Run", "Run All Cells")
+    try:
+        lab.page.wait_for_function(  # a number in every code cell's prompt: none queued
+            # (a folded check cell shows a placeholder whose own prompt never updates)
+            "p => [...p.querySelectorAll('.jp-CodeCell .jp-InputArea-prompt')]"
+            ".every(e => /\\[\\d+\\]/.test(e.textContent))",
+            arg=panel.element_handle(), timeout=150_000, polling=500)
+        lab.wait_idle(panel)
+        lab.page.wait_for_function(  # and the Markdown below the last code cell too
+            "([p, m]) => !p.textContent.includes(m)",
+            arg=[panel.element_handle(), MARKER], timeout=30_000)
+    except Exception as e:
+        raise AssertionError(f"Run All did not finish: {e}; "
+                             f"see {lab.snapshot('run-all')}") from e
+
+
+def _varying(nb: dict) -> set[str]:
+    """Glue names whose values vary by run (timings): glued in a code cell tagged
+    nbval-ignore-output, or shown in prose tagged so."""
+    names = set()
+    for cell in nb["cells"]:
+        if "nbval-ignore-output" in cell.get("metadata", {}).get("tags", []):
+            source = "".join(cell["source"])
+            names.update(re.findall(r"glue\(\s*[\"'](\w+)[\"']", source))
+            names.update(re.findall(r"glued\.(\w+)", source))
+    return names
+
+
+def _move_slider(lab, panel) -> tuple[str, str]:
+    """Press the right arrow on the first ipywidgets slider: the text of the widget
+    views beside it (not the slider's own readout) before and after."""
+    handle = panel.locator(".widget-slider .noUi-handle, "
+                           ".widget-slider [role='slider']").first
+    handle.wait_for(timeout=30_000)
+    box = handle.locator(
+        "xpath=ancestor::*[contains(@class, 'jp-OutputArea-output')][1]")
+    views = ".widget-html-content, .widget-image, .widget-output"
+    before = box.locator(views).all_inner_texts()
+    handle.focus()
+    for _ in range(3):
+        lab.page.keyboard.press("ArrowRight")
+    lab.page.wait_for_function(
+        "([b, sel, s]) => JSON.stringify("
+        "[...b.querySelectorAll(sel)].map(e => e.innerText)) !== s",
+        arg=[box.element_handle(), views, json.dumps(before)], timeout=30_000)
+    return "\n".join(before), "\n".join(box.locator(views).all_inner_texts())
+
+
+def test_run_all_evaluates_the_prose_and_drives_the_widgets(lab):
+    """Run All in a fresh kernel: no error, every prose value evaluated again (to its
+    committed value, unless glued from a timing cell), a widget answers its slider."""
+    panel = lab.open(RUN)
+    assert lab.server.marked > 0, f"{RUN} stores no prose values: re-execute it"
+    deadline = time.monotonic() + 60  # jupyterlab-myst renders the cells one by one
+    while MARKER not in (shown := "".join(t or "" for t in _markdown_texts(panel))):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert MARKER in shown, "before running, the prose should show the stored values"
+    start = time.monotonic()
+    _run_all(lab, panel)
+    seconds = time.monotonic() - start
+    errors = panel.locator(f".jp-OutputArea-output{STDERR}, .jp-MarkdownCell {STDERR}")
+    assert errors.count() == 0, "\n".join(errors.all_inner_texts())
+    committed = json.loads((ROOT / "notebooks" / RUN).read_text("utf-8"))
+    problems = _prose_problems(committed, _markdown_texts(panel), _varying(committed))
+    assert problems == [], "\n".join(problems)
+    before, after = _move_slider(lab, panel)
+    assert before != after and after.strip(), (before, after)
+    assert lab.errors == [], f"uncaught errors in the page: {lab.errors}"
+    assert lab.external == [], f"requests that would leave the machine: {lab.external}"
+    print(f"{RUN}: Run All took {seconds:.0f} s")

@@ -1,0 +1,224 @@
+"""The live model on the built site (book/live.html), in headless Chromium, opened both from
+``file://`` and served on 127.0.0.1: ``window.slm`` computes what the Python model does,
+sampling is reproducible, the explorers answer Sample, and nothing leaves the machine.
+
+Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BROWSER=1).
+``python -m tests.browser.test_live_site`` prints the live model's speed in Chromium instead.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import shakespeare_lm as slm
+from shakespeare_lm.site import explorer
+from shakespeare_lm.decoding import rules
+
+from .test_site import SITE, browser, missing, offline_router, site_url  # noqa: F401  (fixtures)
+
+PAGE = "book/live.html"
+HELDOUT = SITE.parent.parent / "data" / "shakespeare_heldout.txt"
+PROMPT = "KATHARINA:\nMoved! in good time: "
+READY = "window.slm && window.slm.ready"
+
+
+class LiveVisit:
+    """One page, open for a whole module: records console errors, failed requests and every
+    request that is not a file of the site (file://, 127.0.0.1, data:, blob:)."""
+
+    def __init__(self, browser, url: str):
+        self.page = browser.new_page(viewport={"width": 1200, "height": 1600})
+        self.errors, self.failed, self.external = [], [], []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        self.page.route("**/*", offline_router(self.external, ("data", "blob", "file")))
+        self.page.goto(url, wait_until="load")
+        self.page.wait_for_function(READY, timeout=30000)
+        self.page.evaluate("window.slm.ready.then(() => true)")
+
+    def check_clean(self):
+        assert self.external == [], f"requests that would leave the machine: {self.external}"
+        assert self.failed == [], f"failed requests: {self.failed}"
+        assert self.errors == [], f"console errors: {self.errors}"
+
+
+@pytest.fixture(scope="module", params=["file", "served"])
+def live(request, browser):  # noqa: F811
+    if not (SITE / PAGE).exists():
+        missing(f"no {SITE / PAGE}: run `make book` first")
+    if request.param == "file":
+        url = (SITE / PAGE).as_uri()
+    else:
+        url = f"{request.getfixturevalue('site_url')}/{PAGE}"
+    visit = LiveVisit(browser, url)
+    yield visit
+    visit.check_clean()
+    visit.page.close()
+
+
+@pytest.fixture(scope="module")
+def model_tok():
+    return slm.load_pretrained()
+
+
+def heldout_contexts(n: int) -> list[str]:
+    text = HELDOUT.read_text()
+    lengths = [1, 2, 5, 17, 40, 100, 180, 255, 256, 400][:n]  # 400: longer than the window
+    starts = np.linspace(0, len(text) - 500, n).astype(int)
+    return [text[s:s + length] for s, length in zip(starts, lengths)]
+
+
+def test_next_distribution_matches_python_softmax_on_10_contexts(live, model_tok):
+    model, tok = model_tok
+    contexts = heldout_contexts(10)
+    got = live.page.evaluate("cs => Promise.all(cs.map(c => slm.nextDistribution(c)))", contexts)
+    for context, probs in zip(contexts, got):
+        ids = tok.encode(context)[-model.config.block_size:]
+        with torch.no_grad():
+            expected = torch.softmax(model(torch.tensor([ids]))[0, -1].double(), -1).numpy()
+        np.testing.assert_allclose(np.array(probs), expected, rtol=0, atol=1e-4,
+                                   err_msg=repr(context[-30:]))
+        assert abs(sum(probs) - 1) < 1e-9
+
+
+def test_greedy_generate_equals_python_greedy_for_200_chars(live, model_tok):
+    model, tok = model_tok
+    expected = slm.generate(model, tok, PROMPT, 200, temperature=0).text
+    got = live.page.evaluate("p => slm.generate(p, 200, {temperature: 0}, 0)", PROMPT)
+    assert got == expected
+
+
+def test_seeded_sampling_is_reproducible_and_the_seed_matters(live):
+    settings = {"temperature": 0.9, "top_p": 0.95, "min_p": 0.02, "repetition_penalty": 1.2}
+    texts = live.page.evaluate(
+        "([p, s]) => Promise.all([7, 7, 8].map(seed => slm.generate(p, 120, s, seed)))",
+        [PROMPT, settings])
+    assert texts[0] == texts[1] and len(texts[0]) == 120
+    assert texts[0] != texts[2]
+
+
+def test_the_page_applies_the_rules_and_the_penalty_as_python_does(live, model_tok):
+    """The distribution a character is drawn from, after the penalty and the rules, equals
+    rules.compose + softmax in Python on the same logits."""
+    model, tok = model_tok
+    ids = tok.encode(PROMPT)
+    with torch.no_grad():
+        logits = model(torch.tensor([ids]))[0, -1].double()
+    cases = [{"temperature": 0.7, "top_k": 20, "repetition_penalty": 1.3},
+             {"temperature": 1.2, "typical_p": 0.8, "repetition_penalty": 0.8},
+             {"temperature": 0, "repetition_penalty": 2.0}, {"eta": 0.01, "epsilon": 0.001}]
+    got = live.page.evaluate("([l, h, cs]) => cs.map(s => slm.shaped(l, h, slm.checkSettings(s)))",
+                             [logits.tolist(), ids, cases])
+    for settings, js in zip(cases, got):
+        penalty = settings.get("repetition_penalty")
+        shaped = (rules.repetition_penalty(logits, torch.tensor(ids), penalty) if penalty
+                  else logits)
+        rest = {k: v for k, v in settings.items() if k != "repetition_penalty"}
+        expected = explorer.surviving(shaped, **rest)
+        np.testing.assert_allclose(np.array(js), expected.numpy(), rtol=1e-9, atol=1e-12)
+
+
+def test_bad_settings_are_refused_with_the_python_names(live):
+    messages = live.page.evaluate("""() => [{top_q: 0.9}, {top_p: 1.5}, {temperature: -1},
+        {repetition_penalty: 0}].map(s => { try { slm.checkSettings(s); return "accepted"; }
+                                            catch (e) { return e.message; } })""")
+    assert messages[0].startswith('unknown decoding rule(s) ["top_q"]')
+    assert messages[1].startswith("top_p=1.5 is invalid")
+    assert messages[2].startswith("temperature=-1 is invalid")
+    assert messages[3].startswith("repetition_penalty=0 is invalid")
+
+
+@pytest.mark.parametrize("kind", ["truncation", "step", "speculative"])
+def test_typing_a_context_and_pressing_sample_changes_the_output(live, kind):
+    sample_on_own_context(live.page, kind)
+
+
+CHAPTER_EXPLORERS = [("notebooks/01_generation_loop.html", "step"),
+                     ("notebooks/03_sampling_and_truncation.html", "truncation"),
+                     ("notebooks/06_speculative_decoding.html", "speculative")]
+
+
+@pytest.mark.parametrize("how", ["file", "served"])
+@pytest.mark.parametrize("page_path,kind", CHAPTER_EXPLORERS)
+def test_each_chapter_samples_from_the_live_model_on_the_readers_context(
+        request, browser, page_path, kind, how):  # noqa: F811
+    if not (SITE / page_path).exists():
+        missing(f"no {SITE / page_path}: run `make book` first")
+    url = (SITE / page_path).as_uri() if how == "file" else \
+        f"{request.getfixturevalue('site_url')}/{page_path}"
+    visit = LiveVisit(browser, url)
+    try:
+        sample_on_own_context(visit.page, kind)
+        visit.check_clean()
+    finally:
+        visit.page.close()
+
+
+def sample_on_own_context(page, kind):
+    box = page.locator(f".slm-live[data-kind='{kind}']")
+    page.wait_for_function("k => document.querySelector(`.slm-live[data-kind='${k}'][data-ready]`)",
+                           arg=kind, timeout=30000)
+    box.locator(".slm-context").fill("ROMEO:\nBut soft, what light ")
+    before = box.locator(".slm-output").inner_text()
+    box.locator(".slm-sample").click()
+    page.wait_for_function(
+        "([el, b]) => !el.querySelector('.slm-sample').disabled && "
+        "el.querySelector('.slm-output').innerText !== b", arg=[box.element_handle(), before],
+        timeout=30000)
+    out = box.locator(".slm-output").inner_text()
+    assert out.startswith("ROMEO:\nBut soft, what light ") and len(out) > len("ROMEO:\nBut soft, what light ")
+    assert "invalid" not in box.locator(".slm-status").inner_text()
+
+
+def test_explorer_html_loads_the_runtime_only_on_the_site():
+    fragment = live.explorer_html("step", seed=3)
+    assert 'class="slm-live"' in fragment and '"seed": 3' in fragment
+    assert "_static/slm_explorers.js" in fragment and "http" not in fragment
+    assert fragment == live.explorer_html("step", seed=3)  # stable for nbval
+    with pytest.raises(ValueError, match="kind='beam' is invalid"):
+        live.explorer_html("beam")
+
+
+# --- the bench: python -m tests.browser.test_live_site --------------------------------------------
+def bench(n: int = 400, repeats: int = 3) -> dict:
+    """Characters per second of slm.generate at batch 1 (greedy and sampled), time from
+    navigation to ready, and the size of what the live model adds to the site."""
+    from playwright.sync_api import sync_playwright
+
+    from .test_site import CHROMIUM, CHROMIUM_ARGS
+
+    added = sum(f.stat().st_size for f in (SITE / "_static" / "live").rglob("*") if f.is_file())
+    added += sum((SITE / "_static" / f).stat().st_size for f in ("slm_runtime.js", "slm_explorers.js"))
+    out = {"site_growth_MB": round(added / 1e6, 2)}
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        ready = []
+        for _ in range(repeats):
+            page = b.new_page()
+            page.goto((SITE / PAGE).as_uri())
+            page.wait_for_function(READY)
+            ready.append(page.evaluate("slm.ready.then(() => performance.now())"))
+            out["phases_ms"] = page.evaluate("slm.timings")
+            page.close()
+        page = b.new_page()
+        page.goto((SITE / PAGE).as_uri())
+        page.wait_for_function(READY)
+        page.evaluate("slm.ready.then(() => slm.generate('KATHARINA:\\n', 50, {}, 0))")  # warm
+        for name, settings in [("greedy", {"temperature": 0}),
+                               ("sampled", {"temperature": 0.8, "top_p": 0.95})]:
+            t = page.evaluate("""([n, s]) => { const t0 = performance.now();
+                return slm.generate('KATHARINA:\\n', n, s, 1).then(() => performance.now() - t0); }""",
+                              [n, settings])
+            out[f"chars_per_s_{name}"] = round(n / (t / 1000))
+        b.close()
+    out["ready_ms_from_navigation"] = [round(r) for r in ready]
+    return out
+
+
+if __name__ == "__main__":
+    print(json.dumps(bench(), indent=1))

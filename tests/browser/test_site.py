@@ -1,0 +1,272 @@
+"""The built static site, in a real headless Chromium (Debian's, driven by Playwright).
+
+Serves ``_build/html`` on 127.0.0.1 and checks every page in ``_toc.yml``: it loads without
+console errors, no request fails or leaves the machine, MathJax renders, every image
+loads, widget views render, every kernel-free figure (a notebook's Vega-Lite output) is
+drawn, and moving one of its sliders redraws it.
+
+Run after ``make book`` (``make test`` does both). Locally, a missing browser or site skips
+these tests; with ``REQUIRE_BROWSER=1`` (set by ``.ci/run``) it fails them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import os
+import shutil
+import threading
+from pathlib import Path
+from urllib.parse import urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SITE = ROOT / "_build" / "html"
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+REQUIRED = os.environ.get("REQUIRE_BROWSER") == "1"
+FIGURE = ".slm-vega-figure"  # a kernel-free figure on a page (book/_ext/vega_figures)
+VEGALITE = "application/vnd.vegalite.v5+json"
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def missing(reason: str):
+    if REQUIRED:
+        pytest.fail(f"{reason} (REQUIRE_BROWSER=1: the browser tests must run)")
+    pytest.skip(reason)
+
+
+def toc_pages() -> list[str]:
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for entry in toc.get("chapters", []):
+        files.append(entry["file"])
+    return [f + ".html" for f in files]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 (a free port) for the block; yields its base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+
+
+def launch(playwright):
+    """Debian's headless Chromium with the flags that keep it off the network."""
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    if not (SITE / "index.html").exists():
+        missing(f"no built site at {SITE}: run `make book` first")
+    with serve(SITE) as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        missing("Debian's chromium is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        missing("playwright is not installed")
+    with sync_playwright() as p:
+        b = launch(p)
+        yield b
+        b.close()
+
+
+def typeset_math(page) -> None:
+    """Wait until MathJax has typeset the page's formulas (returns at once on a page without)."""
+    if page.locator(".math").count():
+        page.wait_for_function("window.MathJax && MathJax.startup && MathJax.startup.document"
+                               " && document.querySelectorAll('mjx-container').length > 0")
+        page.evaluate("MathJax.startup.promise")
+
+
+def offline_router(external: list, local_schemes=("data", "blob")):
+    """A Playwright route handler: requests to 127.0.0.1 or a ``local_schemes`` URL go
+    through; any other is recorded in ``external`` and refused (nothing may leave the
+    machine)."""
+    def route(route):
+        url = urlparse(route.request.url)
+        if url.scheme in local_schemes or url.hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            external.append(route.request.url)
+            route.abort()
+    return route
+
+
+class PageVisit:
+    """Open one page, recording console errors, failed and off-machine requests."""
+
+    def __init__(self, browser, url: str, viewport: dict | None = None):
+        self.page = browser.new_page(viewport=viewport) if viewport else browser.new_page()
+        self.errors, self.failed, self.external = [], [], []
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        self.page.route("**/*", offline_router(self.external))
+        response = self.page.goto(url, wait_until="load")
+        assert response is not None and response.ok, f"{url}: HTTP {response and response.status}"
+
+    def close(self):
+        self.page.close()
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_page_loads_offline_without_errors(browser, site_url, path):
+    visit = PageVisit(browser, f"{site_url}/{path}")
+    page = visit.page
+    try:
+        page.wait_for_load_state("networkidle")
+        if page.locator(".math").count():  # MathJax typeset every formula
+            typeset_math(page)
+            assert page.locator("mjx-container").count() >= page.locator(".math").count() // 2
+            assert page.locator("mjx-merror").count() == 0, "a formula failed to typeset"
+        broken = page.evaluate("Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0))"
+                               ".map(i => i.src)")
+        assert broken == [], f"images that did not load: {broken}"
+        views = page.locator("script[type='application/vnd.jupyter.widget-view+json']").count()
+        if views:
+            page.wait_for_selector(".jupyter-widgets", timeout=15000)
+            assert page.locator(".widget-slider, .widget-hslider").count() >= 1
+        for fig in page.locator(FIGURE).all():  # every kernel-free figure is drawn
+            drawn_chart(page, fig)
+        assert visit.external == [], f"requests that would leave the machine: {visit.external}"
+        assert visit.failed == [], f"failed requests: {visit.failed}"
+        assert visit.errors == [], f"console errors: {visit.errors}"
+    finally:
+        visit.close()
+
+
+def vega_outputs(path: str) -> int:
+    """How many Vega-Lite outputs (kernel-free figures) the page's notebook stores."""
+    notebook = ROOT / Path(path).with_suffix(".ipynb")
+    if not notebook.exists():
+        return 0
+    cells = json.loads(notebook.read_text())["cells"]
+    return sum(VEGALITE in out.get("data", {})
+               for c in cells for out in c.get("outputs", []))
+
+
+def test_site_has_every_kernel_free_figure_and_widgets(browser, site_url):
+    """Each notebook's Vega-Lite outputs are figures on its page (at least one, else the
+    checks above would pass vacuously), and no page carries an ipywidgets view: a widget
+    needs a kernel, so on the site it would be frozen (live panels are lab-only)."""
+    counts = {"figures": 0, "widgets": 0}
+    for path in toc_pages():
+        visit = PageVisit(browser, f"{site_url}/{path}")
+        figures = visit.page.locator(FIGURE).count()
+        assert figures == vega_outputs(path), f"{path}: {figures} figures drawn"
+        counts["figures"] += figures
+        counts["widgets"] += visit.page.locator(
+            "script[type='application/vnd.jupyter.widget-view+json']").count()
+        visit.close()
+    assert counts["figures"] >= 1 and counts["widgets"] == 0, counts
+
+
+# What a reader of a figure must be able to read, measured in the drawn SVG: the
+# smallest text, axis labels that overlap, a legend over a plot or caption, a chart
+# wider than its place on the page.
+LAYOUT = """el => {
+  const svg = el.querySelector('.slm-vega-view svg.marks');
+  const box = r => r.getBoundingClientRect();
+  const meet = (a, b) => Math.min(a.right, b.right) - Math.max(a.left, b.left) > 1 &&
+                         Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top) > 1;
+  // a text's outline on the screen, rotated labels too: four corners
+  const corners = t => { const b = t.getBBox(), m = t.getScreenCTM();
+    return [[b.x, b.y], [b.x + b.width, b.y], [b.x + b.width, b.y + b.height],
+            [b.x, b.y + b.height]].map(([x, y]) => new DOMPoint(x, y).matrixTransform(m)); };
+  const overlap = (p, q) => [p, q].every(poly => poly.every((a, i) => {  // no gap on any axis
+    const b = poly[(i + 1) % 4], nx = a.y - b.y, ny = b.x - a.x;
+    const proj = pts => pts.map(c => c.x * nx + c.y * ny), n = Math.hypot(nx, ny);
+    const [u, v] = [proj(p), proj(q)];
+    return Math.min(Math.max(...u), Math.max(...v)) -
+           Math.max(Math.min(...u), Math.min(...v)) > n; }));  // by more than 1 px
+  const pairs = xs => xs.flatMap((a, i) => xs.slice(i + 1).map(b => [a, b]));
+  const shown = t => t.textContent.trim() && getComputedStyle(t).opacity !== '0';
+  const texts = g => Array.from(g.querySelectorAll('text')).filter(shown);
+  const sizes = texts(svg).map(t => parseFloat(getComputedStyle(t).fontSize));
+  const collide = Array.from(svg.querySelectorAll('g.role-axis-label')).flatMap(g =>
+    pairs(texts(g)).filter(([a, b]) => overlap(corners(a), corners(b)))
+      .map(([a, b]) => a.textContent + '/' + b.textContent));
+  const views = Array.from(svg.querySelectorAll(
+    'g.role-scope[class*="concat_"] > g > path.background'));
+  const covered = Array.from(svg.querySelectorAll('g.role-legend')).filter(l =>
+    views.some(v => meet(box(l), box(v)))).length;
+  return {minFont: Math.min(...sizes), collide: collide, legendsOverViews: covered,
+          tooWide: el.scrollWidth > el.clientWidth + 1};
+}"""
+
+
+def drawn_chart(page, fig) -> str:
+    """Wait until the figure is drawn and check that it reads (LAYOUT); its SVG."""
+    page.wait_for_function("el => el.getAttribute('data-state') === 'drawn' || "
+                           "el.getAttribute('data-state') === 'failed'",
+                           arg=fig.element_handle(), timeout=20000)
+    assert fig.get_attribute("data-state") == "drawn", fig.inner_text()[:300]
+    chart = fig.locator(".slm-vega-view svg.marks")
+    assert chart.locator("g.role-mark > *").count() > 0, "the figure drew no marks"
+    layout = fig.evaluate(LAYOUT)
+    assert layout["minFont"] >= 11, f"text of {layout['minFont']} px in a figure"
+    assert layout["collide"] == [], f"axis labels on each other: {layout['collide']}"
+    assert layout["legendsOverViews"] == 0, "a legend covers a plot or its caption"
+    assert not layout["tooWide"], "the figure is wider than its place on the page"
+    return chart.inner_html()
+
+
+def move_first_input(page, fig) -> str:
+    """Move the figure's first slider (a range, radio buttons or a list) to another
+    value; the input's label."""
+    bind = fig.locator(".vega-bindings .vega-bind").first
+    name = bind.locator(".vega-bind-name").inner_text()
+    if bind.locator("input[type='range']").count():
+        slider = bind.locator("input[type='range']")
+        at_max = slider.input_value() == slider.get_attribute("max")
+        slider.focus()
+        page.keyboard.press("ArrowLeft" if at_max else "ArrowRight")
+    elif bind.locator("input[type='radio']").count():
+        bind.locator("input[type='radio']:not(:checked)").first.check()
+    else:
+        select = bind.locator("select")
+        chosen = select.evaluate("s => s.selectedIndex")
+        select.select_option(index=1 if chosen == 0 else 0)
+    return name
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_moving_a_kernel_free_slider_redraws_the_figure(browser, site_url, path):
+    visit = PageVisit(browser, f"{site_url}/{path}")
+    page = visit.page
+    try:
+        for fig in page.locator(FIGURE).all():
+            before = drawn_chart(page, fig)
+            name = move_first_input(page, fig)
+            page.wait_for_function(
+                "([el, b]) => el.querySelector('.slm-vega-view svg.marks')"
+                ".innerHTML !== b", arg=[fig.element_handle(), before], timeout=10000)
+            after = drawn_chart(page, fig)
+            assert after != before, f"moved {name!r}: the chart did not change"
+        assert visit.external == [], f"requests that would leave: {visit.external}"
+        assert visit.errors == [], f"console errors: {visit.errors}"
+    finally:
+        visit.close()

@@ -1,0 +1,95 @@
+"""Chapter 3's explorers: the distribution they draw, and the live widget's buttons."""
+
+import pytest
+import torch
+
+from shakespeare_lm.site import explorer
+from shakespeare_lm.decoding import rules
+
+from ..conftest import make_tiny
+
+
+@pytest.fixture(scope="module")
+def model():
+    return make_tiny(seed=4)
+
+
+def test_surviving_is_softmax_of_compose_and_greedy_at_temperature_zero():
+    logits = torch.tensor([[1.0, 3.0, 3.0, -2.0], [0.5, 0.1, 2.0, 1.9]], dtype=torch.float64)
+    got = explorer.surviving(logits, temperature=0.7, top_p=0.8)
+    assert torch.equal(got, torch.softmax(rules.compose(logits, temperature=0.7, top_p=0.8), -1))
+    greedy = explorer.surviving(logits, temperature=0, top_k=3)
+    assert greedy.tolist() == [[0, 1, 0, 0], [0, 0, 1, 0]]  # argmax, lower id among ties
+
+
+def test_off_values_leave_the_distribution_alone():
+    logits = torch.randn(3, 63, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    off = explorer.surviving(logits, top_k=63, **{k: v for k, v in explorer.OFF.items() if k != "top_k"})
+    assert torch.allclose(off, torch.softmax(logits, -1))
+    assert explorer.generation_kwargs({"top_p": 1.0, "temperature": 0.8}) == {
+        "temperature": 0.8, "top_k": None, "top_p": None, "min_p": None, "typical_p": None,
+        "epsilon": None, "eta": None}
+
+
+def test_unknown_setting_and_bad_value_are_errors():
+    with pytest.raises(TypeError, match="top_q"):
+        explorer.surviving(torch.zeros(4), top_q=0.5)
+    with pytest.raises(ValueError, match="top_p=1.5 is invalid"):
+        explorer.surviving(torch.zeros(4), top_p=1.5)
+
+
+def test_summarize_counts_kept_characters(model, tok):
+    logits = explorer.next_logits(model, tok, explorer.START_OF_WORD)
+    assert logits.shape == (63,) and logits.dtype == torch.float64
+    assert explorer.summarize(logits, tok)["kept"] == 63
+    assert explorer.summarize(logits, tok, top_k=4)["kept"] == 4
+    assert explorer.summarize(logits, tok, temperature=0)["entropy_bits"] == 0
+
+
+def test_live_explorer_buttons_extend_the_context(model, tok):
+    pytest.importorskip("ipywidgets")
+    pytest.importorskip("matplotlib")
+    import matplotlib
+    matplotlib.use("Agg")
+    box = explorer.live_explorer(model, tok, context="KATHARINA:\n", seed=1, line_chars=30)
+    text, tail, grid, row, status = box.children[:5]
+    sliders, buttons = grid.children, row.children
+    assert [s.description for s in sliders] == ["temperature", "top-k", "top-p", "min-p",
+                                                "typical mass", "epsilon", "eta"]
+    assert status.value.startswith("kept 63 of 63 characters")
+    sliders[1].value = 3  # top-k
+    assert status.value.startswith("kept 3 of 63 characters")
+    buttons[0].click()    # sample one character under top-k 3
+    assert len(text.value) == len("KATHARINA:\n") + 1
+    assert text.value[-1] in [tok.chars[i] for i in torch.topk(
+        explorer.next_logits(model, tok, "KATHARINA:\n"), 3).indices.tolist()]
+    before = text.value
+    buttons[1].click()    # continue the line: up to 30 characters or a newline
+    added = text.value[len(before):]
+    assert 1 <= len(added) <= 30 and ("\n" not in added[:-1])
+    # the end of the context shows under the box, what the button added in bold
+    assert tail.value == explorer.tail_html(text.value, len(added))
+    assert tail.value.endswith(f"{added.replace(chr(10), chr(0x23ce) + '<br>')}</b></div>")
+    text.value += "I"     # the reader types: nothing is highlighted any more
+    assert tail.value == explorer.tail_html(text.value, 0)
+    text.value = "KATHARINA:\n{"   # not in the vocabulary: an error message, no crash
+    assert "not in the vocabulary" in status.value
+
+
+def test_top_lists_only_the_characters_the_rules_keep(model, tok):
+    logits = explorer.next_logits(model, tok, explorer.START_OF_WORD)
+    top = explorer.summarize(logits, tok, top_k=2)["top5"]
+    assert top.count(":") == 2 and ":0.00" not in top
+    assert explorer.summarize(logits, tok)["top5"].count(":") == 5
+
+
+@pytest.mark.parametrize("text,added,expected_end", [
+    ("a\nb\nc\nd\ne\nf\ng", 0, "f\u23ce<br>g</div>"),
+    ("KATHARINA:\nMoved", 3, "<b style='color:#0072B2'>ved</b></div>"),
+])
+def test_tail_html_shows_the_last_lines_and_the_new_text(text, added, expected_end):
+    shown = explorer.tail_html(text, added, lines=3)
+    assert shown.endswith(expected_end)
+    if text.count("\n") >= 3:
+        assert "\u2026" in shown and "a\u23ce" not in shown   # the head is cut
+    assert ("<b style" in shown) == (added > 0)
