@@ -17,8 +17,8 @@ from . import cost as roofline
 from .decoding.beam import bench_beam_vs_naive
 from .decoding.generate import generate
 from .interop import bench_peers
-from .speculative.heads import HEADS_FILE, load_heads
 from .speculative import SPREAD_LIMIT, bench_speculative
+from .speculative.heads import HEADS_FILE, load_heads
 from .timing import benchmark, model_device, write_json
 from .weights import load_pretrained
 

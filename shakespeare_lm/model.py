@@ -141,11 +141,11 @@ class KVCacheHandle:
         """For a chunk idx (B, T) at slots input_pos (T,): positions (B, T) counted from each
         row's first real slot, and the attention mask (B, 1, T, S) over slots 0..S-1."""
         B, block = idx.shape[0], self.model.config.block_size
-        if B != self.batch:
+        if self.batch != B:
             raise ValueError(f"idx has {B} rows but the KV cache was set up for batch "
                              f"{self.batch}: feed one row per cache row")
         S = int(input_pos[-1]) + 1
-        if S > self.max_len:
+        if self.max_len < S:
             raise ValueError(f"input_pos reaches slot {S - 1} but the KV cache holds "
                              f"{self.max_len} slots (0..{self.max_len - 1}); set it up with "
                              f"max_len >= {S}: model.cache(batch, max_len)")
@@ -373,7 +373,7 @@ class Transformer(nn.Module):
                     f"model(idx) without input_pos while a KV cache is set up ({self._cache}): "
                     "pass input_pos (T,) to run on the cache, or call the model outside the "
                     "`with model.cache(...)` block for a plain pass")
-            if T > self.config.block_size:
+            if self.config.block_size < T:
                 raise ValueError(f"sequence of {T} tokens exceeds the context of "
                                  f"{self.config.block_size}")
             pos = torch.arange(T, device=idx.device).expand(B, T)

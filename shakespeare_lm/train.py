@@ -26,10 +26,9 @@ from tqdm.auto import tqdm
 
 from . import corpus
 from .model import PRESETS, Transformer, make_model
-from .tokenizer import CharTokenizer
 from .paths import DATA_DIR, RUNS_DIR
+from .tokenizer import CharTokenizer
 from .weights import save_model, state_for_loading, state_for_saving
-
 
 
 def encode_corpus(tok: CharTokenizer, text: str) -> torch.Tensor:

@@ -1,9 +1,9 @@
 """The conda environment, the Makefile and pyproject.toml must agree."""
 import re
-import tomllib
-
-import yaml
 from pathlib import Path
+
+import tomllib
+import yaml
 
 from shakespeare_lm import corpus
 

@@ -1,5 +1,4 @@
 import json
-import shutil
 
 import pytest
 import torch
@@ -7,7 +6,7 @@ import torch
 import shakespeare_lm as slm
 from shakespeare_lm import corpus
 from shakespeare_lm.train import encode_corpus, heldout_nats_per_char
-from shakespeare_lm.weights import DATA_DIR, WeightsError
+from shakespeare_lm.weights import WeightsError
 
 from .conftest import make_tiny
 

@@ -21,7 +21,6 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxRole
-
 from sphinxcontrib.bibtex.roles import CiteRole
 
 from shakespeare_lm.site.citations import citation_keys

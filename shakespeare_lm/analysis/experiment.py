@@ -38,8 +38,8 @@ import os
 import re
 import time
 import zlib
-from contextlib import contextmanager
 from collections.abc import Callable, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,7 +47,6 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import metrics
 from ..decoding.beam import beam_search
 from ..decoding.context_window import window_end, window_start
 from ..decoding.contrastive import contrastive_search
@@ -55,6 +54,7 @@ from ..decoding.generate import generate
 from ..model import ModelConfig, Transformer
 from ..paths import CACHE_DIR, RESULTS_DIR
 from ..tokenizer import CharTokenizer
+from . import metrics
 
 FORMAT_VERSION = 1        # bump when the generation procedure changes: old caches are ignored
 N_PROMPTS = 24

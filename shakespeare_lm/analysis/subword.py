@@ -29,8 +29,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..decoding.checks import check_count
 from ..corpus import load_train, sha256_text
+from ..decoding.checks import check_count
 from ..paths import CACHE_DIR
 
 MIN_VOCAB = 256  # the byte alphabet: every byte is a token, so any string is spelled

@@ -12,7 +12,6 @@ from dataclasses import dataclass, replace
 from ..decoding.checks import check_positive
 from ..model import PRESETS, ModelConfig
 
-
 # --- sizes ---------------------------------------------------------------------------
 GB, GiB = 1e9, 2**30  # the book's GB is decimal (10^9 bytes); a GiB is 2^30 bytes
 DTYPE_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "int8": 1, "int4": 0.5}

@@ -34,12 +34,12 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..timing import benchmark, model_device
 from .automata import ConstraintError
 from .checks import check_count, check_max_new_tokens, check_number, encode_prompts
 from .generate import Generation, decode_one_token, prefill
 from .sampler import DecodingConfig, Sampler
 from .scoring import next_token_logits, teacher_forced_logits
-from ..timing import benchmark, model_device
 
 Step = Callable[[torch.Tensor | None, torch.Tensor | None], torch.Tensor]
 NextLogProbs = Callable[[torch.Tensor], torch.Tensor]   # prefixes (N, t) -> logits (N, V)

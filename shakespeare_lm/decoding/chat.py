@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import torch
 
+from ..timing import benchmark, model_device
 from .checks import check_count
 from .generate import decode_one_token, prefill
 from .rules import greedy
-from ..timing import benchmark, model_device
 
 END_OF_TURN = "\n\n"  # a blank line closes every speech, as an end-of-turn token would
 

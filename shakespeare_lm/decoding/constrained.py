@@ -17,9 +17,20 @@ from dataclasses import dataclass
 
 import torch
 
-from .automata import (NEG_INF, BracketListConstraint, CharConstraint, ChoiceConstraint,
-                       Constraint, ConstraintError, ListState, RegexConstraint, State,
-                       allowed_or_raise, check_constraint, mask_logits)
+from .automata import (
+    NEG_INF,
+    BracketListConstraint,
+    CharConstraint,
+    ChoiceConstraint,
+    Constraint,
+    ConstraintError,
+    ListState,
+    RegexConstraint,
+    State,
+    allowed_or_raise,
+    check_constraint,
+    mask_logits,
+)
 from .generate import generate
 from .scoring import teacher_forced_logprobs
 

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from ..timing import Stopwatch, model_device
 from .checks import check_count, check_max_new_tokens, check_number, encode_prompts
 from .generate import Generation, Timings
 from .sampler import DecodingConfig
-from ..timing import Stopwatch, model_device
 
 
 @dataclass

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..timing import Stopwatch, model_device
 from .checks import check_max_new_tokens, encode_prompts
 from .context_window import window_end, window_start
 from .sampler import FREE, DecodingConfig, Sampler
-from ..timing import Stopwatch, model_device
 
 STOP_REASONS = ("max_tokens", "stop_sequence", "context_window", "constraint")
 

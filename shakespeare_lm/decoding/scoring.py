@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import torch
 
-from .context_window import window_end, window_start
 from ..timing import model_device
+from .context_window import window_end, window_start
 
 
 def _padded_forward(model, rows: list[list[int]], device) -> torch.Tensor:

@@ -41,13 +41,18 @@ from dataclasses import dataclass, field
 import torch
 
 from ..decoding.generate import generate
-from .hf import hf_inputs, to_transformers
-from ..speculative.heads import HEADS_FILE, load_heads
-from ..speculative import (BENCH_PROMPT, HeadsDraft, NGramDraft, PromptLookupDraft,
-                           speculative_decode)
+from ..speculative import (
+    BENCH_PROMPT,
+    HeadsDraft,
+    NGramDraft,
+    PromptLookupDraft,
+    speculative_decode,
+)
 from ..speculative.benchmark import NGRAM_ORDERS
+from ..speculative.heads import HEADS_FILE, load_heads
 from ..timing import interleaved, paired_ratio, relative_spread, write_json
 from ..weights import load_pretrained
+from .hf import hf_inputs, to_transformers
 
 PROMPT = BENCH_PROMPT  # the speculative bench's prompt, so the two benches are comparable
 SPREAD_LIMIT = 0.3   # (max - min) / median of a case's timings, shown as "(!)"

@@ -40,11 +40,11 @@ import sys
 import time
 from pathlib import Path
 
+from ..paths import NOTEBOOKS_DIR as NOTEBOOKS
+from ..paths import ONNX_DIR, ROOT
 from .figures import STATIC_DIR as STATIC
 from .live import chart_specs
 from .outputs import compare_notebook, pinned_numerics, unpinned
-from ..paths import NOTEBOOKS_DIR as NOTEBOOKS
-from ..paths import ONNX_DIR, ROOT
 
 NODE_MODULES = ROOT / "node_modules"
 VENDOR = ROOT / "book" / "_vendor"

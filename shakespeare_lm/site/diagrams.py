@@ -31,13 +31,13 @@ from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from .. import speculative as sp
-from ..decoding.beam import BENCH_PROMPT, beam_core, naive_logits, prefix_step
 from ..corpus import load_heldout
-from ..decoding.generate import generate, prefill
-from ..paths import ROOT
 from ..cost import kv_cache_bytes
-from ..decoding.sampler import DecodingConfig
 from ..cost.serving import make_requests, simulate
+from ..decoding.beam import BENCH_PROMPT, beam_core, naive_logits, prefix_step
+from ..decoding.generate import generate, prefill
+from ..decoding.sampler import DecodingConfig
+from ..paths import ROOT
 from ..timing import benchmark
 from ..weights import load_pretrained
 

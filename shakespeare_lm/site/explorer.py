@@ -22,11 +22,11 @@ from collections.abc import Sequence
 import torch
 
 from ..decoding import rules
-from . import rules_vega, style
-from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title, pick
 from ..decoding.generate import generate
 from ..decoding.sampler import DecodingConfig, Sampler
 from ..decoding.scoring import next_token_logits
+from . import rules_vega, style
+from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title, pick
 
 # The running example of the book (The Taming of the Shrew, held out from training).
 SPEECH = ("KATHARINA:\nMoved! in good time: let him that moved you hither\n"

@@ -7,10 +7,17 @@ from __future__ import annotations
 
 import json
 
+from ..cost.roofline import (
+    HARDWARE,
+    MODELS,
+    Hardware,
+    ModelSpec,
+    attainable_flops,
+    decode_cost,
+    prefill_cost,
+)
 from . import chartspec, style
 from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title
-from ..cost.roofline import (HARDWARE, MODELS, Hardware, ModelSpec, attainable_flops, decode_cost,
-                             prefill_cost)
 
 # --- figures: kernel-free sliders for the static site ----------------------------------
 EXPLORER_MODELS = ("shakespeare", "base-65m", "7b", "70b")

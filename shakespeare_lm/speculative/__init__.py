@@ -11,13 +11,31 @@
     g.text, g.stats.acceptance_rate
 """
 
-from .algorithm import (VERIFIERS, Round, SpeculativeGeneration, SpeculativeSetup, accept_reject,
-                        draft_tokens, next_token_counts, prefill_both, rollback, setup,
-                        speculative_decode, speculative_round, target_distributions, verify_pass)
+from .algorithm import (
+                        VERIFIERS,
+                        Round,
+                        SpeculativeGeneration,
+                        SpeculativeSetup,
+                        accept_reject,
+                        draft_tokens,
+                        next_token_counts,
+                        prefill_both,
+                        rollback,
+                        setup,
+                        speculative_decode,
+                        speculative_round,
+                        target_distributions,
+                        verify_pass,
+)
 from .benchmark import BENCH_PROMPT, SPREAD_LIMIT, bench_speculative, default_drafts
 from .drafts import Draft, HeadsDraft, ModelDraft, NGramDraft, PromptLookupDraft, as_draft
-from .stats import (SpeculativeStats, chi_square_test, expected_accepted,
-                    expected_tokens_per_pass, predicted_speedup)
+from .stats import (
+                        SpeculativeStats,
+                        chi_square_test,
+                        expected_accepted,
+                        expected_tokens_per_pass,
+                        predicted_speedup,
+)
 
 __all__ = [
     "BENCH_PROMPT", "Draft", "HeadsDraft", "ModelDraft", "NGramDraft", "PromptLookupDraft", "Round",

@@ -29,8 +29,8 @@ import torch
 from ..decoding.checks import as_prompt_list, check_count, check_max_new_tokens, encode_prompts
 from ..decoding.context_window import window_end, window_start
 from ..decoding.generate import Generation, Timings, prefill
-from ..model import Transformer
 from ..decoding.sampler import FREE, DecodingConfig, Sampler, history_tensor
+from ..model import Transformer
 from ..timing import Stopwatch, model_device
 from .drafts import Draft, as_draft
 from .stats import SpeculativeStats

@@ -15,8 +15,14 @@ import statistics
 
 from ..decoding.generate import generate
 from ..model import Transformer
-from ..timing import (RATIO_SPREAD_LIMIT, against_baseline, interleaved, model_device,
-                      paired_ratio, relative_spread)
+from ..timing import (
+    RATIO_SPREAD_LIMIT,
+    against_baseline,
+    interleaved,
+    model_device,
+    paired_ratio,
+    relative_spread,
+)
 from .algorithm import speculative_decode
 from .drafts import ModelDraft, NGramDraft, PromptLookupDraft, as_draft
 from .stats import expected_tokens_per_pass
@@ -109,7 +115,7 @@ def _timed(baseline, runs: dict, repeats: int, device, paired: bool):
     seconds, first = interleaved({"plain": baseline, **runs}, repeats, device)
     plain = seconds.pop("plain")
     first.pop("plain")
-    return {k: plain for k in runs}, seconds, first, list(plain)
+    return dict.fromkeys(runs, plain), seconds, first, list(plain)
 
 
 def _row(name: str, gamma: int, plain: list[float], spec: list[float], st) -> dict:

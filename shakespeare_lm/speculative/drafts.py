@@ -19,10 +19,10 @@ import numpy as np
 import torch
 
 from ..decoding.generate import decode_one_token, prefill
-from .heads import DraftHeads
 from ..model import Transformer
 from ..paths import TRAIN_FILE
 from ..timing import model_device
+from .heads import DraftHeads
 
 
 # --- drafts ---------------------------------------------------------------------------

@@ -38,6 +38,7 @@ from pathlib import Path
 import pytest
 
 from shakespeare_lm.site.citations import bibliography
+
 from .test_site import CHROMIUM, CHROMIUM_ARGS, missing, offline_router
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,9 +250,7 @@ def _figure_count(nb: dict) -> int:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             vega = ("application/vnd.vegalite.", "application/vnd.vega.")
-            if any(mime.startswith(vega) for mime in data):
-                count += 1
-            elif "kernel-free-figure" in "".join(data.get("text/html", "")):
+            if any(mime.startswith(vega) for mime in data) or "kernel-free-figure" in "".join(data.get("text/html", "")):
                 count += 1
     return count
 

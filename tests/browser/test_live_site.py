@@ -15,8 +15,8 @@ import pytest
 import torch
 
 import shakespeare_lm as slm
-from shakespeare_lm.site import explorer
 from shakespeare_lm.decoding import rules
+from shakespeare_lm.site import explorer
 
 from .test_site import SITE, browser, missing, offline_router, site_url  # noqa: F401  (fixtures)
 

@@ -15,8 +15,7 @@ from urllib.parse import quote
 import pytest
 
 from . import page_check as pc
-from .test_site import (SITE, PageVisit, browser, missing, site_url,  # noqa: F401
-                        toc_pages)
+from .test_site import SITE, PageVisit, browser, missing, site_url, toc_pages  # noqa: F401
 
 FIX = "python -m tests.browser.page_check _build/html {path} --show 50"
 

@@ -4,7 +4,6 @@ import math
 import re
 
 import pytest
-import torch
 
 import shakespeare_lm as slm
 from shakespeare_lm import cost as rf

@@ -5,9 +5,17 @@ import pytest
 import torch
 
 import shakespeare_lm as slm
-from shakespeare_lm.decoding.beam import (beam_core, bench_beam_vs_naive, cat_dog_example,
-                                          exact_core, exact_search, length_penalty,
-                                          naive_beam_search, prefix_step, table_logprobs)
+from shakespeare_lm.decoding.beam import (
+    beam_core,
+    bench_beam_vs_naive,
+    cat_dog_example,
+    exact_core,
+    exact_search,
+    length_penalty,
+    naive_beam_search,
+    prefix_step,
+    table_logprobs,
+)
 
 from ..conftest import make_tiny
 
@@ -212,11 +220,11 @@ def test_constrained_beam_finds_the_most_probable_allowed_text(peaked, tok):
 def test_cat_dog_worked_example():
     words, table = cat_dog_example()
     EOS = words.index("<EOS>")
-    step = lambda: prefix_step(table_logprobs(table, len(words)))  # noqa: E731
-    stop = lambda ids: ids[-1] == EOS  # noqa: E731
+    step = lambda: prefix_step(table_logprobs(table, len(words)))
+    stop = lambda ids: ids[-1] == EOS
     beams = beam_core(step(), len(words), 2, 2, is_stop=stop)
     greedy = beam_core(step(), len(words), 2, 1, is_stop=stop)
-    name = lambda h: " ".join(words[i] for i in h.ids)  # noqa: E731
+    name = lambda h: " ".join(words[i] for i in h.ids)
     assert [name(h) for h in beams] == ["DOG <EOS>", "CAT <EOS>"]
     assert name(greedy[0]) == "CAT <EOS>"
     assert round(math.exp(beams[0].logprob), 3) == 0.200

@@ -5,8 +5,8 @@ import pytest
 import torch
 
 import shakespeare_lm as slm
-from shakespeare_lm.site import explorer
 from shakespeare_lm import speculative as sp
+from shakespeare_lm.site import explorer
 
 from ..conftest import make_tiny
 

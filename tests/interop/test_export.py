@@ -6,8 +6,8 @@ import pytest
 import torch
 
 import shakespeare_lm as slm
-from shakespeare_lm.interop import export
 from shakespeare_lm.corpus import ALPHABET
+from shakespeare_lm.interop import export
 from shakespeare_lm.paths import HELDOUT_FILE
 
 from ..conftest import make_tiny

@@ -12,14 +12,23 @@ import torch.nn as nn
 
 transformers = pytest.importorskip("transformers")
 
-import shakespeare_lm as slm  # noqa: E402
-from shakespeare_lm.decoding import rules  # noqa: E402
-from shakespeare_lm.corpus import load_heldout  # noqa: E402
-from shakespeare_lm.interop.hf import NotConvertibleError, hf_inputs, to_transformers  # noqa: E402
 from transformers.generation import (  # noqa: E402
-    EpsilonLogitsWarper, EtaLogitsWarper, GenerationConfig, LogitsProcessorList, MinPLogitsWarper,
-    RepetitionPenaltyLogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper,
-    TopPLogitsWarper, TypicalLogitsWarper)
+    EpsilonLogitsWarper,
+    EtaLogitsWarper,
+    GenerationConfig,
+    LogitsProcessorList,
+    MinPLogitsWarper,
+    RepetitionPenaltyLogitsProcessor,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+    TypicalLogitsWarper,
+)
+
+import shakespeare_lm as slm  # noqa: E402
+from shakespeare_lm.corpus import load_heldout  # noqa: E402
+from shakespeare_lm.decoding import rules  # noqa: E402
+from shakespeare_lm.interop.hf import NotConvertibleError, hf_inputs, to_transformers  # noqa: E402
 
 PROMPT = "KATHARINA:\nMoved! in good time: let him that moved you "
 

@@ -1,7 +1,7 @@
 import nbformat
 import pytest
 
-from shakespeare_lm.site.citations import IMPORT, cite, citation_keys, convert_citations
+from shakespeare_lm.site.citations import IMPORT, citation_keys, cite, convert_citations
 
 
 def test_cite_reads_author_and_year_as_the_site_prints_them():

@@ -9,8 +9,8 @@ import re
 import pytest
 
 import shakespeare_lm as slm
-from shakespeare_lm.site import diagrams
 from shakespeare_lm.corpus import load_heldout
+from shakespeare_lm.site import diagrams
 
 COMMITTED = diagrams.OUT_DIR
 NAMES = ["beam_tree.svg", "generation_loop.svg", "kv_cache.svg",

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
-from shakespeare_lm.site import explorer
 from shakespeare_lm.decoding import rules
+from shakespeare_lm.site import explorer
 
 from ..conftest import make_tiny
 

@@ -16,8 +16,8 @@ import subprocess
 import pytest
 import torch
 
-from shakespeare_lm.site import explorer
 from shakespeare_lm.decoding import rules
+from shakespeare_lm.site import explorer
 from shakespeare_lm.site.figures import STATIC_DIR, Slider, SliderFigure, read_dataset
 
 from ..conftest import make_tiny

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 import shakespeare_lm as slm
-from shakespeare_lm.speculative import heads as H
 from shakespeare_lm import speculative as sp
+from shakespeare_lm.speculative import heads as H
 
 from ..conftest import make_tiny
 from .test_speculative import assert_chi_square_verdict
