@@ -15,7 +15,7 @@ PINNED := set -a && . ./numerics.env && set +a &&
 .PHONY: help venv test test-gpu book lab execute bench corpus clean
 
 help:
-	@echo "make test      every test: unit tests, nbval over notebooks/, the built site in Chromium"
+	@echo "make test      every test: ruff, unit tests, nbval over notebooks/, the built site in Chromium"
 	@echo "make book      build the static site into _build/html (offline)"
 	@echo "make lab       open the notebooks in JupyterLab"
 	@echo "make execute   re-execute every notebook in place (outputs and widget state); NB=notebooks/03_*.ipynb for one"
@@ -56,10 +56,11 @@ book: $(STAMP) book/_vendor/.stamp
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
-# --- tests: unit tests, every notebook re-executed and compared (under the pinned numerics by
-# nbval, and once more under native kernels by tests/site/test_portable_outputs.py), the built site
-# in a browser
+# --- tests: ruff (the rules in pyproject.toml); then unit tests, every notebook re-executed
+# and compared (under the pinned numerics by nbval, and once more under native kernels by
+# tests/site/test_portable_outputs.py), the built site in a browser
 test: book
+	$(BIN)/ruff check .
 	$(PINNED) $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
 # On a GPU machine whose Python already has a CUDA build of torch: make test-gpu GPU_PYTHON=python3

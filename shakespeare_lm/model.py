@@ -49,34 +49,28 @@ PRESETS: dict[str, ModelConfig] = {
 class KVCache(nn.Module):
     """Preallocated keys and values for every slot of a generation, one per layer.
 
-    Slots are columns of the cache; ``update`` writes new keys and values at ``input_pos``.
+    Slots are columns of the cache; ``update`` writes new keys and values at ``slots``.
+    Only ``KVCacheHandle`` changes it.
     """
 
     def __init__(self, batch: int, n_head: int, max_len: int, head_dim: int,
                  dtype=torch.float32, device=None):
         super().__init__()
         shape = (batch, n_head, max_len, head_dim)  # (B, nh, L, hs)
-        self.register_buffer("k_cache", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
-        self.register_buffer("v_cache", torch.zeros(shape, dtype=dtype, device=device), persistent=False)
+        for name in ("k_cache", "v_cache"):
+            self.register_buffer(name, torch.zeros(shape, dtype=dtype, device=device),
+                                 persistent=False)
 
     @property
     def max_len(self) -> int:
         return self.k_cache.shape[2]
 
-    def update(self, input_pos: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
-        """Write k, v (B, nh, T, hs) at slots input_pos (T,); return the whole cache."""
-        self.k_cache[:, :, input_pos] = k
-        self.v_cache[:, :, input_pos] = v
+    def update(self, slots: slice | torch.Tensor, k: torch.Tensor, v: torch.Tensor):
+        """Write k, v (B, nh, T, hs) at ``slots`` (a slice, or T slot numbers); return the
+        whole cache."""
+        self.k_cache[:, :, slots] = k
+        self.v_cache[:, :, slots] = v
         return self.k_cache, self.v_cache
-
-    def reset(self) -> None:
-        self.k_cache.zero_()
-        self.v_cache.zero_()
-
-    def truncate(self, length: int) -> None:
-        """Forget every slot from ``length`` on (used to roll back rejected draft tokens)."""
-        self.k_cache[:, :, length:].zero_()
-        self.v_cache[:, :, length:].zero_()
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Keep cache rows ``rows`` (beam search re-ranking): row i becomes old row rows[i]."""
@@ -86,6 +80,17 @@ class KVCache(nn.Module):
     @property
     def nbytes(self) -> int:
         return self.k_cache.nbytes + self.v_cache.nbytes
+
+
+@dataclass(frozen=True)
+class Attend:
+    """What one cached pass's attention does in every layer: write the chunk's keys and
+    values at ``slots`` (a slice or T slot numbers), then let each query read slots
+    0..``length``-1 under ``mask`` (None: every one of them)."""
+
+    slots: slice | torch.Tensor
+    length: int
+    mask: torch.Tensor | None
 
 
 class KVCacheHandle:
@@ -115,6 +120,7 @@ class KVCacheHandle:
         self._padded = bool(self.pad.any())
         self.length = 0  # slots 0..length-1 hold keys and values that may be read
         self._causal: torch.Tensor | None = None  # (max_len, max_len) lower triangle, on demand
+        self._slots = torch.arange(max_len, device=p.device)  # slot numbers, sliced per pass
         model._attach(self.layers)
 
     def __repr__(self) -> str:
@@ -137,59 +143,42 @@ class KVCacheHandle:
     def nbytes(self) -> int:
         return sum(c.nbytes for c in self.layers)
 
-    def positions_and_mask(self, idx: torch.Tensor, input_pos: torch.Tensor):
-        """For a chunk idx (B, T) at slots input_pos (T,): positions (B, T) counted from each
-        row's first real slot, and the attention mask (B, 1, T, S) over slots 0..S-1."""
-        B, block = idx.shape[0], self.model.config.block_size
+    def plan(self, idx: torch.Tensor, input_pos: torch.Tensor) -> tuple[torch.Tensor, Attend]:
+        """For a chunk idx (B, T) at slots input_pos (T,): each token's position (counted from
+        its row's first real slot) and what its attention writes and reads (``Attend``).
+
+        Rows without padding that fill consecutive slots first..end-1 (every decode step and
+        verification pass outside a left-padded batch) write a slice and use the causal mask
+        made once per cache, or none for a single query, which sees every slot it is given.
+        Otherwise each pass builds its own boolean mask from the padding."""
+        B, T, block = idx.shape[0], idx.shape[1], self.model.config.block_size
         if self.batch != B:
             raise ValueError(f"idx has {B} rows but the KV cache was set up for batch "
                              f"{self.batch}: feed one row per cache row")
-        S = int(input_pos[-1]) + 1
-        if self.max_len < S:
-            raise ValueError(f"input_pos reaches slot {S - 1} but the KV cache holds "
+        first, end = int(input_pos[0]), int(input_pos[-1]) + 1
+        if self.max_len < end:
+            raise ValueError(f"input_pos reaches slot {end - 1} but the KV cache holds "
                              f"{self.max_len} slots (0..{self.max_len - 1}); set it up with "
-                             f"max_len >= {S}: model.cache(batch, max_len)")
-        self.length = max(self.length, S)  # this pass writes slots up to S - 1
+                             f"max_len >= {end}: model.cache(batch, max_len)")
+        self.length = max(self.length, end)  # this pass writes slots up to end - 1
+        if end - first == T and not self._padded:
+            if end > block:
+                raise ValueError(f"position {end - 1} is past the context of {block}")
+            return self._slots[first:end], Attend(slice(first, end), end,
+                                                  self._causal_mask(first, end))
         pad = self.pad[:, None]                                      # (B, 1)
         pos = (input_pos[None, :] - pad).clamp(min=0)                # (B, T) position of each slot
         if int(pos.max()) >= block:
             raise ValueError(f"position {int(pos.max())} is past the context of {block}")
-        slots = torch.arange(S, device=idx.device)
+        slots = self._slots[:end]
         # a query sees earlier real slots of its row; a padding slot sees only itself
         visible = (slots[None, None, :] <= input_pos[None, :, None]) & (slots >= pad)[:, None, :]
         mask = (visible | (slots[None, None, :] == input_pos[None, :, None]))[:, None]  # (B,1,T,S)
-        return pos, mask
+        return pos, Attend(input_pos, end, mask)
 
-    @property
-    def padded(self) -> bool:
-        """Whether any row has left padding (then every pass needs its own mask)."""
-        return self._padded
-
-    def slots(self, idx: torch.Tensor, input_pos: torch.Tensor) -> tuple[int, int] | None:
-        """(first, end) when the chunk idx (B, T) fills the consecutive slots first..end-1 of
-        rows without padding: the case where ``Transformer`` takes its direct path. Checks
-        the batch and the bounds as ``positions_and_mask`` does; None otherwise."""
-        T = idx.shape[1]
-        first, last = int(input_pos[0]), int(input_pos[-1])
-        if last - first != T - 1 or self._padded:
-            return None
-        if idx.shape[0] != self.batch:
-            raise ValueError(f"idx has {idx.shape[0]} rows but the KV cache was set up for "
-                             f"batch {self.batch}: feed one row per cache row")
-        if last >= self.max_len:
-            raise ValueError(f"input_pos reaches slot {last} but the KV cache holds "
-                             f"{self.max_len} slots (0..{self.max_len - 1}); set it up with "
-                             f"max_len >= {last + 1}: model.cache(batch, max_len)")
-        if last >= self.model.config.block_size:
-            raise ValueError(f"position {last} is past the context of "
-                             f"{self.model.config.block_size}")
-        self.length = max(self.length, last + 1)
-        return first, last + 1
-
-    def causal_mask(self, first: int, end: int) -> torch.Tensor | None:
-        """The (T, end) additive mask of queries at slots first..end-1 over slots 0..end-1
-        of rows without padding: each sees itself and every earlier slot. None for one query,
-        which sees every slot it is given."""
+    def _causal_mask(self, first: int, end: int) -> torch.Tensor | None:
+        """The (T, end) additive mask of queries at slots first..end-1 over slots 0..end-1:
+        each sees itself and every earlier slot. None for one query."""
         if end - first == 1:
             return None
         if self._causal is None:  # additive: 0 where visible, -inf elsewhere, which is what
@@ -201,19 +190,14 @@ class KVCacheHandle:
                                        ).masked_fill_(~visible, float("-inf"))
         return self._causal[first:end, :end]
 
-    def reset(self) -> None:
-        """Forget every slot (the padding stays)."""
-        for c in self.layers:
-            c.reset()
-        self.length = 0
-
     def truncate(self, length: int) -> None:
         """Forget every slot from ``length`` on (roll back rejected draft tokens).
 
         A length reset, not a wipe: a query at slot s attends only to slots <= s, and every
         slot is written before it is read, so what lies past ``length`` is never seen and
         the next pass overwrites it. Costs nothing, however many slots are dropped."""
-        if isinstance(length, bool) or not isinstance(length, int) or not 0 <= length <= self.max_len:
+        if (isinstance(length, bool) or not isinstance(length, int)
+                or not 0 <= length <= self.max_len):
             raise ValueError(f"length={length!r} is invalid: it must be an integer in "
                              f"[0, {self.max_len}] (the slots to keep)")
         self.length = min(self.length, length)
@@ -264,20 +248,19 @@ class CausalSelfAttention(nn.Module):
         self.dropout = cfg.dropout
         self.kv_cache: KVCache | None = None
 
-    def forward(self, x, input_pos=None, mask=None):
+    def forward(self, x, attend: Attend | None = None):
         B, T, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)
-        # (B, T, C) -> (B, nh, T, hs)
-        q, k, v = (t.view(B, T, self.n_head, self.head_dim).transpose(1, 2) for t in (q, k, v))
-        if self.kv_cache is None:
+        # (B, T, C) -> (B, nh, T, hs) each
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
+        if attend is None:
             y = F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         else:
-            k_all, v_all = self.kv_cache.update(input_pos, k, v)
-            S = mask.shape[-1]  # only the slots up to the last query can be visible
-            y = F.scaled_dot_product_attention(q, k_all[:, :, :S], v_all[:, :, :S], attn_mask=mask)
-        y = y.transpose(1, 2).contiguous().view(B, T, C)  # (B, nh, T, hs) -> (B, T, C)
-        return self.proj(y)
+            k_all, v_all = self.kv_cache.update(attend.slots, k, v)
+            S = attend.length  # only the slots up to the last query can be visible
+            y = F.scaled_dot_product_attention(q, k_all[:, :, :S], v_all[:, :, :S],
+                                               attn_mask=attend.mask)
+        return self.proj(y.transpose(1, 2).reshape(B, T, C))  # (B, nh, T, hs) -> (B, T, C)
 
 
 class MLP(nn.Module):
@@ -299,8 +282,8 @@ class Block(nn.Module):
         self.mlp = MLP(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 
-    def forward(self, x, input_pos=None, mask=None):
-        x = x + self.drop(self.attn(self.ln1(x), input_pos, mask))  # pre-LN residual
+    def forward(self, x, attend: Attend | None = None):
+        x = x + self.drop(self.attn(self.ln1(x), attend))  # pre-LN residual
         return x + self.drop(self.mlp(self.ln2(x)))
 
 
@@ -363,8 +346,10 @@ class Transformer(nn.Module):
         """idx (B, T) -> logits (B, T, V).
 
         Without ``input_pos``: a plain causal pass over the whole sequence, no cache.
-        With ``input_pos`` (T,) increasing slot numbers: write this chunk's keys and values
-        into the cache (``setup_cache`` first) and attend to every earlier slot of the row.
+        With ``input_pos`` (T,) increasing slot numbers, inside ``with model.cache(...)``:
+        write this chunk's keys and values into the cache and attend to every earlier slot
+        of the row. One path either way: every module is called, so a forward hook sees
+        every pass.
         """
         B, T = idx.shape
         if input_pos is None:
@@ -376,69 +361,17 @@ class Transformer(nn.Module):
             if self.config.block_size < T:
                 raise ValueError(f"sequence of {T} tokens exceeds the context of "
                                  f"{self.config.block_size}")
-            pos = torch.arange(T, device=idx.device).expand(B, T)
-            mask = None
+            pos, attend = torch.arange(T, device=idx.device), None
         else:
             if self._cache is None:
                 raise RuntimeError("input_pos given but no KV cache: run the model inside "
                                    "`with model.cache(batch, max_len) as cache:`")
-            span = (None if self.training or self._hooked()
-                    else self._cache.slots(idx, input_pos))
-            if span is not None:
-                return self._forward_direct(idx, *span, return_hidden)
-            pos, mask = self._cache.positions_and_mask(idx, input_pos)
+            pos, attend = self._cache.plan(idx, input_pos)
         x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
         for blk in self.blocks:
-            x = blk(x, input_pos, mask)
+            x = blk(x, attend)
         h = self.ln_f(x)
         logits = self.lm_head(h)
-        return (logits, h) if return_hidden else logits
-
-
-    def _hooked(self) -> bool:
-        """Whether a forward hook watches a submodule (or every module): then the cached
-        pass goes module by module, so the hook sees what it was registered for (chapter 1
-        counts positions with a hook on ``tok_emb``). The direct path calls no module."""
-        from torch.nn.modules import module as m
-
-        if m._global_forward_hooks or m._global_forward_pre_hooks:
-            return True
-        return any(mod._forward_hooks or mod._forward_pre_hooks for mod in self._submodules())
-
-    def _submodules(self) -> list[nn.Module]:
-        subs = self.__dict__.get("_subs")
-        if subs is None:  # the module tree is fixed after construction
-            subs = self.__dict__["_subs"] = list(self.modules())[1:]
-        return subs
-
-    def __getstate__(self):  # copies and pickles list their own submodules again
-        state = super().__getstate__() if hasattr(super(), "__getstate__") else self.__dict__
-        return {k: v for k, v in state.items() if k != "_subs"}
-
-    def _forward_direct(self, idx: torch.Tensor, first: int, end: int, return_hidden: bool):
-        """The cached pass of ``forward`` for rows without padding at consecutive slots
-        first..end-1, written as direct calls on the weights. The arithmetic is the modules'
-        own, operation for operation (the tests check the logits bit for bit); what goes is
-        the per-module call overhead and the per-pass mask, which dominate a decode step on a
-        CPU: a query at slot s sees slots 0..s, so one query needs no mask at all."""
-        B, T = idx.shape
-        C, nh, hs = self.config.d_model, self.config.n_head, self.config.head_dim
-        mask = self._cache.causal_mask(first, end)
-        x = self.tok_emb.weight[idx] + self.pos_emb.weight[first:end]   # (B, T, C)
-        for blk, kv in zip(self.blocks, self._cache.layers):
-            a, m = blk.attn, blk.mlp
-            h = F.layer_norm(x, (C,), blk.ln1.weight, blk.ln1.bias, blk.ln1.eps)
-            qkv = F.linear(h, a.qkv.weight, a.qkv.bias).view(B, T, 3, nh, hs)
-            q, k, v = qkv.permute(2, 0, 3, 1, 4)                           # each (B, nh, T, hs)
-            kv.k_cache[:, :, first:end] = k
-            kv.v_cache[:, :, first:end] = v
-            y = F.scaled_dot_product_attention(q, kv.k_cache[:, :, :end], kv.v_cache[:, :, :end],
-                                               attn_mask=mask)
-            x = x + F.linear(y.transpose(1, 2).reshape(B, T, C), a.proj.weight, a.proj.bias)
-            h = F.layer_norm(x, (C,), blk.ln2.weight, blk.ln2.bias, blk.ln2.eps)
-            x = x + F.linear(F.gelu(F.linear(h, m.fc.weight, m.fc.bias)), m.proj.weight, m.proj.bias)
-        h = F.layer_norm(x, (C,), self.ln_f.weight, self.ln_f.bias, self.ln_f.eps)
-        logits = F.linear(h, self.lm_head.weight)
         return (logits, h) if return_hidden else logits
 
 

@@ -48,15 +48,13 @@ def test_cache_size_in_bytes(tiny):
     assert tiny.active_cache is None
 
 
-def test_cache_update_reset_and_truncate():
+@pytest.mark.parametrize("slots", [torch.tensor([2, 3, 4]), slice(2, 5)])
+def test_cache_update_writes_only_the_given_slots(slots):
     cache = slm.KVCache(batch=2, n_head=2, max_len=8, head_dim=4)
     k = torch.ones(2, 2, 3, 4)
-    kc, vc = cache.update(torch.tensor([0, 1, 2]), k, 2 * k)
-    assert kc[:, :, :3].eq(1).all() and vc[:, :, :3].eq(2).all() and kc[:, :, 3:].eq(0).all()
-    cache.truncate(1)
-    assert kc[:, :, 1:].eq(0).all() and kc[:, :, 0].eq(1).all()
-    cache.reset()
-    assert cache.k_cache.eq(0).all() and cache.v_cache.eq(0).all()
+    kc, vc = cache.update(slots, k, 2 * k)
+    assert kc[:, :, 2:5].eq(1).all() and vc[:, :, 2:5].eq(2).all()
+    assert kc[:, :, :2].eq(0).all() and kc[:, :, 5:].eq(0).all() and vc[:, :, 5:].eq(0).all()
 
 
 def test_reorder_cache_rows():
@@ -100,34 +98,34 @@ def test_handle_truncate_rejects_a_length_outside_the_cache(tiny):
 
 
 @pytest.mark.parametrize("batch", [1, 2])
-def test_direct_path_is_the_module_path_bit_for_bit(batch):
-    """Rows without padding take ``Transformer._forward_direct``; it must give the same bits
-    as the module-by-module pass it replaces (forced here by flagging the cache as padded,
-    which changes nothing else: every padding count is 0)."""
+def test_the_causal_slice_plan_is_the_padded_mask_plan_bit_for_bit(batch):
+    """Rows without padding write a slice of slots and share one causal mask (none for a
+    single query); they must give the same bits as the per-pass boolean mask that padded
+    rows use (forced here by flagging the cache as padded, which changes nothing else:
+    every padding count is 0)."""
     model = make_tiny()
     torch.manual_seed(batch)
     idx = torch.randint(0, model.config.vocab_size, (batch, 20))
     chunks = [(0, 7), (7, 8), (8, 9), (9, 14), (14, 15), (15, 20)]  # prefill, steps, verifies
 
-    def run(direct: bool):
+    def run(sliced: bool):
         out = []
         with model.cache(batch, 20) as cache:
-            cache._padded = not direct
+            cache._padded = not sliced
             for a, b in chunks:
                 out.append(model(idx[:, a:b], torch.arange(a, b), return_hidden=True))
         return out
 
     for (l1, h1), (l2, h2) in zip(run(True), run(False)):
         assert torch.equal(l1, l2) and torch.equal(h1, h2)
-    with model.cache(batch, 20) as cache:  # the direct path checks the bounds as well
+    with model.cache(batch, 20):  # both plans check the bounds
         with pytest.raises(ValueError, match="reaches slot 20"):
             model(idx[:, :1], torch.tensor([20]))
 
 
 def test_a_forward_hook_sees_every_cached_pass():
-    """A hook on a submodule (chapter 1 counts positions on ``tok_emb``) must fire on the
-    cached pass too: with a hook registered the model goes module by module, with the same
-    logits, and takes the direct path again once the hook is removed."""
+    """A hook on a submodule (chapter 1 counts positions on ``tok_emb``) fires on every
+    cached pass, prefill and decode alike, and changes no logit."""
     model = make_tiny()
     idx = torch.randint(0, model.config.vocab_size, (1, 6))
     seen = []

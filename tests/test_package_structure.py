@@ -1,16 +1,31 @@
-"""The package's shape, read from its source with ``ast`` (STYLE.md rules 13 and 14):
-no import cycle between its modules, no module importing another's private names, no
-function longer than a screen, no closure that rebinds an outer variable."""
+"""The package's shape, read from its source with ``ast`` (CONTRIBUTING.md, "Package"):
+its floor plan (a few modules at the top, the rest in wings, each wing importing only the
+wings below it, the presentation wing never imported by the library), no import cycle, no
+module importing another's private names, no function longer than a screen, no closure
+that rebinds an outer variable. One test imports the package in a fresh interpreter and
+checks that it loads no presentation code and no heavy optional library."""
 
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "shakespeare_lm"
 MAX_FUNCTION_LINES = 60
+MAX_TOP_MODULES = 10
+# The wings from the bottom up: a module imports only from its own layer or a lower one.
+# "core" is the model and what a student reads first, at the package's top.
+LAYERS = {"core": 0, "decoding": 1, "speculative": 2, "cost": 2, "analysis": 2,
+          "interop": 3, "bench": 4, "site": 5}
+CORE = {"model", "tokenizer", "weights", "corpus", "train", "paths", "timing"}
+PRESENTATION = "shakespeare_lm.site"
+HEAVY = ["altair", "matplotlib", "ipywidgets", "IPython", "pandas", "transformers", "onnx",
+         "onnxruntime", "nbformat", "vega_datasets"]
 
 
 def module_name(path: Path) -> str:
@@ -93,6 +108,68 @@ def functions():
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 yield name, node
+
+
+def layer(module: str) -> str | None:
+    """The layer of a package module (None for the package itself, the public API)."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return None
+    if parts[1] in CORE:
+        return "core"
+    return parts[1]
+
+
+def test_the_top_holds_at_most_ten_modules_and_the_rest_lie_in_wings():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    wings = sorted(p.parent.name for p in PACKAGE.glob("*/__init__.py"))
+    assert len(top) <= MAX_TOP_MODULES, f"{len(top)} modules at the top: {top}"
+    assert len(wings) >= 4, f"only {wings}"
+    unknown = {layer(m) for m in MODULES} - set(LAYERS) - {None}
+    assert not unknown, f"modules outside every layer of LAYERS: {sorted(unknown)}"
+
+
+def layering_violations(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for importer, targets in graph.items():
+        here = layer(importer)
+        for target in targets:
+            there = layer(target)
+            if here is None:  # the public API: anything but the presentation wing
+                if target.startswith(PRESENTATION):
+                    bad.append(f"{importer} (the public API) imports {target}")
+            elif there is not None and LAYERS[there] > LAYERS[here]:
+                bad.append(f"{importer} ({here}) imports {target} ({there}, a higher layer)")
+    return bad
+
+
+def test_the_layering_check_catches_an_upward_import():
+    graph = {"shakespeare_lm.decoding.generate": {"shakespeare_lm.site.figures"},
+             "shakespeare_lm": {"shakespeare_lm.site.live"},
+             "shakespeare_lm.site.figures": {"shakespeare_lm.decoding.rules"}}
+    assert len(layering_violations(graph)) == 2
+
+
+def test_each_wing_imports_only_the_wings_below_it():
+    bad = layering_violations(import_graph())
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_the_library_never_imports_the_presentation_wing():
+    bad = [f"{m} imports {t}" for m, ts in import_graph().items() for t in ts
+           if not m.startswith(PRESENTATION) and t.startswith(PRESENTATION)]
+    assert not bad, "\n".join(sorted(bad))
+
+
+def test_importing_the_package_loads_no_presentation_and_no_heavy_library():
+    probe = ("import json, sys; import shakespeare_lm as slm; "
+             "slm.generate, slm.beam_search, slm.rules, slm.speculative, slm.constrained; "
+             "print(json.dumps(sorted(sys.modules)))")
+    loaded = json.loads(subprocess.run([sys.executable, "-c", probe], check=True,
+                                       capture_output=True, text=True).stdout)
+    site = [m for m in loaded if m.startswith(PRESENTATION)]
+    heavy = [h for h in HEAVY if h in loaded]
+    assert not site and not heavy, f"loaded by import shakespeare_lm: {site + heavy}"
 
 
 def test_finding_a_cycle_works_on_a_known_graph():

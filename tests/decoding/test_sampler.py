@@ -6,6 +6,7 @@ import torch
 
 import shakespeare_lm as slm
 from shakespeare_lm import speculative as sp
+from shakespeare_lm.decoding.sampler import FREE
 from shakespeare_lm.site import explorer
 
 from ..conftest import make_tiny
@@ -47,7 +48,7 @@ def test_generate_speculative_target_and_explorer_share_one_distribution(tiny, t
     with tiny.cache(1, len(ids)) as _:
         slm.prefill(tiny, torch.tensor([ids[:-1]]), torch.arange(len(ids) - 1))
         target_logits = sp.verify_pass(tiny, ids, [])
-        p = sp.target_distributions(sampler, target_logits, ids, [], [slm.sampler.FREE])[0]
+        p = sp.target_distributions(sampler, target_logits, ids, [], [FREE])[0]
     torch.testing.assert_close(p, expected, rtol=1e-5, atol=1e-6)
     # generate draws its first token from the same distribution
     for seed in range(5):
