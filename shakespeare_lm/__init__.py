@@ -19,24 +19,13 @@ The package is laid out in wings, each using only what lies below it:
 
 from . import speculative
 from .decoding import constrained, rules
-from .decoding.automata import (
-                                BracketListConstraint,
-                                ChoiceConstraint,
-                                Constraint,
-                                ConstraintError,
-                                RegexConstraint,
-)
+from .decoding.automata import (BracketListConstraint, ChoiceConstraint, Constraint,
+                                ConstraintError, RegexConstraint)
 from .decoding.beam import beam_search
 from .decoding.constrained import exact_distributions, rejection_sample, total_variation
 from .decoding.contrastive import contrastive_search
-from .decoding.generate import (
-                                Generation,
-                                Timings,
-                                decode_n_tokens,
-                                decode_one_token,
-                                generate,
-                                prefill,
-)
+from .decoding.generate import (Generation, Timings, decode_n_tokens, decode_one_token, generate,
+                                prefill)
 from .decoding.sampler import DecodingConfig, Sampler
 from .decoding.scoring import score_continuations
 from .interop.hf import to_transformers  # transformers is imported only when it is called

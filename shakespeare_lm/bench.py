@@ -53,7 +53,8 @@ def batch_throughput(model, tok, batches=(1, 64, 256), new_tokens: int = 128) ->
         prompts = _prompts(b)
         gens = generate(model, tok, prompts, new_tokens, seed=0, warmup=True)
         t = gens[0].timings
-        runs = [generate(model, tok, prompts, new_tokens, seed=0)[0].timings for _ in range(2)] + [t]
+        runs = [generate(model, tok, prompts, new_tokens, seed=0)[0].timings
+                for _ in range(2)] + [t]
         best = min(runs, key=lambda x: x.time_to_first_token_s + x.decode_s)
         out[b] = {"tokens_per_s": best.tokens_per_s,
                   "ms_per_step": 1e3 * best.time_per_output_token_s}
@@ -61,7 +62,7 @@ def batch_throughput(model, tok, batches=(1, 64, 256), new_tokens: int = 128) ->
 
 
 def achieved_flops(model, batch: int, tokens_per_s: float, context: int) -> float:
-    """FLOP/s implied by a decode rate at a mean context length (roofline.pass_flops)."""
+    """FLOP/s implied by a decode rate at a mean context length (``cost.roofline.pass_flops``)."""
     spec = roofline.ModelSpec.from_model(model)
     per_token = roofline.pass_flops(spec, tokens=1, batch=1, context=context)
     return per_token * tokens_per_s
@@ -86,16 +87,19 @@ def prefill_throughput(model, tok, batch: int = 64) -> dict:
 
 # --- what each section prints ------------------------------------------------------------
 def kv_text(kv: dict) -> str:
-    return (f"\n1. KV cache vs recomputing the context, {kv['chars']} generated characters (greedy):\n"
-            f"   cache {kv['cache_ms_per_char']:.2f} ms/char, recompute {kv['recompute_ms_per_char']:.2f} "
-            f"ms/char -> cache is {kv['ratio']:.1f}x faster (identical text)")
+    return (f"\n1. KV cache vs recomputing the context, {kv['chars']} generated characters "
+            "(greedy):\n"
+            f"   cache {kv['cache_ms_per_char']:.2f} ms/char, "
+            f"recompute {kv['recompute_ms_per_char']:.2f} ms/char "
+            f"-> cache is {kv['ratio']:.1f}x faster (identical text)")
 
 
 def throughput_text(thr: dict) -> str:
     base = thr[1]["tokens_per_s"]
     lines = ["\n2. decode throughput (128 new tokens after 64-character prompts, sampling):"]
-    lines += [f"   batch {b:3d}: {r['tokens_per_s']:9.0f} tokens/s ({r['ms_per_step']:.2f} ms/step), "
-              f"{r['tokens_per_s'] / base:5.1f}x batch 1" for b, r in thr.items()]
+    lines += [f"   batch {b:3d}: {r['tokens_per_s']:9.0f} tokens/s "
+              f"({r['ms_per_step']:.2f} ms/step), {r['tokens_per_s'] / base:5.1f}x batch 1"
+              for b, r in thr.items()]
     return "\n".join(lines)
 
 
@@ -113,9 +117,10 @@ def prefill_text(pf: dict, decode_tokens_per_s: float) -> str:
 
 
 def beam_text(bm: dict) -> str:
-    return (f"\n5. beam search k={bm['beam_width']} over {bm['new_tokens']} characters: batched on the "
-            f"KV cache {bm['cached_s']:.2f} s, naive (k full forward passes per step) "
-            f"{bm['naive_s']:.2f} s -> {bm['speedup']:.1f}x faster (same text: {bm['same_text']})")
+    return (f"\n5. beam search k={bm['beam_width']} over {bm['new_tokens']} characters: "
+            f"batched on the KV cache {bm['cached_s']:.2f} s, "
+            f"naive (k full forward passes per step) {bm['naive_s']:.2f} s "
+            f"-> {bm['speedup']:.1f}x faster (same text: {bm['same_text']})")
 
 
 def speculative_text(sp: dict) -> str:
@@ -125,7 +130,8 @@ def speculative_text(sp: dict) -> str:
              f"plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} tokens/s (median; "
              f"{1e3 * min(pl):.0f}-{1e3 * max(pl):.0f} ms a run). Each run is paired with its own "
              "plain run; a speedup is the median of the paired ratios [its 95% interval]",
-             "   draft          gamma  accept  chars/pass (predicted)  cost ratio  speedup [min-max]"]
+             "   draft          gamma  accept  chars/pass (predicted)  cost ratio  "
+             "speedup [min-max]"]
     for r in sp["rows"]:
         flag = "" if r["trustworthy"] else f"  (!) interval {r['spread']:.0%} of the median"
         again = f"  confirmed: {len(r['all_seconds'])} more pairs" if r["confirmed"] else ""
@@ -168,12 +174,14 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     model, tok = load_pretrained(device=args.device)
-    results = {"device": args.device, "torch": torch.__version__, "threads": torch.get_num_threads(),
+    results = {"device": args.device, "torch": torch.__version__,
+               "threads": torch.get_num_threads(),
                "machine": platform.processor() or platform.machine()}
     if args.device.startswith("cuda"):
         results["gpu"] = torch.cuda.get_device_name()
-    print(f"shakespeare_lm bench on {args.device} ({results['machine']}, torch {torch.__version__}, "
-          f"{results['threads']} threads), model of {model.num_params():,} parameters")
+    print(f"shakespeare_lm bench on {args.device} ({results['machine']}, "
+          f"torch {torch.__version__}, {results['threads']} threads), "
+          f"model of {model.num_params():,} parameters")
     results["kv_cache_vs_recompute"] = kv = kv_cache_vs_recompute(model, tok)
     print(kv_text(kv))
     results["batch_throughput"] = thr = batch_throughput(model, tok)
@@ -191,7 +199,8 @@ def main(argv: list[str] | None = None) -> dict:
                                                         confirm=2)
         print(speculative_text(sp))
         if args.peers:
-            print("\n7. ours vs transformers on the same weights (python -m shakespeare_lm.interop.bench_peers):")
+            print("\n7. ours vs transformers on the same weights "
+                  "(python -m shakespeare_lm.interop.bench_peers):")
             results["peers"] = bench_peers.main(["--device", args.device])
         else:
             print("\n7. ours vs transformers on the same weights: run with --peers, or "

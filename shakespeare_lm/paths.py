@@ -21,6 +21,7 @@ CACHE_DIR = Path(os.environ.get("SLM_CACHE_DIR") or ROOT / "cache")
 RESULTS_DIR = DATA_DIR / "quality_likelihood"
 RUNS_DIR = ROOT / "runs"                           # training runs (git-ignored)
 NOTEBOOKS_DIR = ROOT / "notebooks"
-ONNX_DIR = ROOT / "_build" / "onnx"                # the exported graphs (python -m shakespeare_lm.interop.export)
+# the exported graphs (python -m shakespeare_lm.interop.export)
+ONNX_DIR = ROOT / "_build" / "onnx"
 NUMERICS_ENV = ROOT / "numerics.env"                # the pinned numerics (see outputs.py)
 BIB_FILE = ROOT / "book" / "references.bib"         # the papers cited (citations.py)

@@ -47,7 +47,8 @@ def sync(device: str | torch.device) -> None:
 
 
 def benchmark(fn: Callable[[], object], device: str | torch.device = "cpu", warmup: int = 1,
-              repeats: int = 3, reduce: Callable[[list[float]], float] = statistics.median) -> float:
+              repeats: int = 3,
+              reduce: Callable[[list[float]], float] = statistics.median) -> float:
     """Seconds of ``fn()``: ``reduce`` (median by default; ``min`` for microbenchmarks on a
     busy machine, where noise only ever adds time) over ``repeats`` runs after ``warmup``
     untimed runs."""

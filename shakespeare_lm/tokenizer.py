@@ -50,6 +50,7 @@ class CharTokenizer:
         for i in ids:
             i = int(i)
             if not 0 <= i < self.vocab_size:
-                raise ValueError(f"token id {i} is outside the vocabulary range 0..{self.vocab_size - 1}")
+                raise ValueError(f"token id {i} is outside the vocabulary range "
+                                 f"0..{self.vocab_size - 1}")
             out.append(self.chars[i])
         return "".join(out)

@@ -52,7 +52,8 @@ def save_model(model: Transformer, tok: CharTokenizer, path: str | Path, **info)
 def read_meta(path: str | Path) -> dict:
     json_path = Path(path).with_suffix(".json")
     if not json_path.exists():
-        raise WeightsError(f"{json_path} is missing: the weights need their JSON sidecar; {FIX_HINT}")
+        raise WeightsError(f"{json_path} is missing: the weights need their JSON sidecar; "
+                           f"{FIX_HINT}")
     try:
         meta = json.loads(json_path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as e:
@@ -82,7 +83,8 @@ def load_model(path: str | Path, device: str | torch.device = "cpu",
         cfg = ModelConfig(**meta["config"])
         tok = CharTokenizer(meta["vocab"])
     except (TypeError, ValueError) as e:
-        raise WeightsError(f"{path.with_suffix('.json')} has a bad config or vocabulary ({e})") from None
+        raise WeightsError(f"{path.with_suffix('.json')} has a bad config or vocabulary "
+                           f"({e})") from None
     if tok.vocab_size != cfg.vocab_size:
         raise WeightsError(f"vocabulary of {tok.vocab_size} characters does not match "
                            f"vocab_size={cfg.vocab_size} in the config of {path}")
@@ -98,7 +100,8 @@ def load_model(path: str | Path, device: str | torch.device = "cpu",
            if state[k] is not None and state[k].shape != v.shape]
     if bad:
         k, got, want = bad[0]
-        raise WeightsError(f"{path}: tensor {k} has shape {got} but the config needs {want}; {FIX_HINT}")
+        raise WeightsError(f"{path}: tensor {k} has shape {got} but the config needs {want}; "
+                           f"{FIX_HINT}")
     model.load_state_dict(state)
     return model.to(device).eval(), tok, meta
 

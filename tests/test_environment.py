@@ -26,7 +26,7 @@ def _makefile_var(name):
 
 def test_environment_installs_the_package_with_every_extra():
     extras = set(_pyproject()["project"]["optional-dependencies"])
-    line = next(l for l in _env_lines() if l.startswith("- -e ."))
+    line = next(ln for ln in _env_lines() if ln.startswith("- -e ."))
     listed = set(re.search(r"\[(.*)\]", line).group(1).split(","))
     assert listed == extras == {"book", "test"}
 
@@ -42,7 +42,7 @@ def test_environment_pins_the_same_torch_as_the_makefile_within_pyproject_range(
 
 
 def test_environment_python_satisfies_requires_python():
-    py = next(l for l in _env_lines() if l.startswith("- python="))
+    py = next(ln for ln in _env_lines() if ln.startswith("- python="))
     major, minor = (int(x) for x in py.split("=")[1].split("."))
     required = re.search(r">=(\d+)\.(\d+)", _pyproject()["project"]["requires-python"]).groups()
     assert (major, minor) >= tuple(int(x) for x in required)

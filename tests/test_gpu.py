@@ -32,7 +32,8 @@ def test_cached_equals_full_forward_on_cuda(batch):
     full = model(idx)
     with model.cache(batch, 40):
         chunks = [model(idx[:, :30], torch.arange(30, device="cuda"))]
-        chunks += [model(idx[:, t : t + 1], torch.tensor([t], device="cuda")) for t in range(30, 40)]
+        chunks += [model(idx[:, t : t + 1], torch.tensor([t], device="cuda"))
+                   for t in range(30, 40)]
     torch.testing.assert_close(torch.cat(chunks, 1), full, rtol=1e-4, atol=1e-4)
 
 

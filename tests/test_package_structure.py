@@ -22,7 +22,7 @@ MAX_TOP_MODULES = 10
 # "core" is the model and what a student reads first, at the package's top.
 LAYERS = {"core": 0, "decoding": 1, "speculative": 2, "cost": 2, "analysis": 2,
           "interop": 3, "bench": 4, "site": 5}
-CORE = {"model", "tokenizer", "weights", "corpus", "train", "paths", "timing"}
+CORE = {"model", "tokenizer", "weights", "corpus", "train", "paths", "timing", "checks"}
 PRESENTATION = "shakespeare_lm.site"
 HEAVY = ["altair", "matplotlib", "ipywidgets", "IPython", "pandas", "transformers", "onnx",
          "onnxruntime", "nbformat", "vega_datasets"]

@@ -11,7 +11,8 @@ def _drop_thebe(app, pagename, templatename, context, doctree):
     if scripts:
         context["script_files"] = [
             s for s in scripts
-            if "sphinx-thebe" not in str(s) and "THEBE_JS_URL" not in str(getattr(s, "attributes", {}).get("body", ""))
+            if "sphinx-thebe" not in str(s)
+            and "THEBE_JS_URL" not in str(getattr(s, "attributes", {}).get("body", ""))
         ]
 
 

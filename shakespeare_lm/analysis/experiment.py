@@ -48,7 +48,8 @@ import torch
 from tqdm import tqdm
 
 from ..decoding.beam import beam_search
-from ..decoding.context_window import window_end, window_start
+from ..checks import check_count
+from ..decoding.context_window import Window, WindowedRow, WindowPolicy, decode_in_windows
 from ..decoding.contrastive import contrastive_search
 from ..decoding.generate import generate
 from ..model import ModelConfig, Transformer
@@ -82,9 +83,8 @@ class HeldoutPrompt:
 def heldout_prompts(text: str | None = None, n: int = N_PROMPTS, prompt_chars: int = PROMPT_CHARS,
                     new_chars: int = NEW_CHARS) -> list[HeldoutPrompt]:
     """The ``n`` fixed prompts (see the module docstring) from the held-out text."""
-    for name, value, low in (("n", n, 1), ("prompt_chars", prompt_chars, 1), ("new_chars", new_chars, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name}={value!r} is invalid: {name} must be an integer >= {low}")
+    for name, value in (("n", n), ("prompt_chars", prompt_chars), ("new_chars", new_chars)):
+        check_count(name, value, 1)
     if text is None:
         from ..corpus import load_heldout
         text = load_heldout()
@@ -150,38 +150,52 @@ BOOK_RUNS: dict[str, tuple[Setting, ...]] = {
 SegmentDecoder = Callable[[list[str], int, int], list[tuple[str, list[float]]]]
 
 
+@dataclass
+class _LongText(WindowedRow):
+    """One prompt and its continuation so far, decoded in windows."""
+
+    prompt: str
+    max_new: int
+    new: str = ""
+    logprobs: list[float] = field(default_factory=list)
+    reason: str | None = None
+
+
+class _Segments:
+    """``generate_long``'s step of ``decode_in_windows``: one ``decode`` call per window,
+    numbered from 0 (the segment a decoder seeds by)."""
+
+    def __init__(self, decode: SegmentDecoder, rows: list[_LongText]):
+        self.decode, self.rows, self.segment = decode, rows, 0
+
+    def __call__(self, windows: list[Window | None]) -> None:
+        live = [(i, w) for i, w in enumerate(windows) if w is not None]
+        outs = self.decode([self.rows[i].context_of(w) for i, w in live],
+                           max(w.budget for _, w in live), self.segment)
+        for (i, w), (text, lps) in zip(live, outs):
+            if len(text) < w.budget or len(lps) < w.budget:
+                raise RuntimeError(f"the decoder returned {len(text)} characters for prompt {i}, "
+                                   f"fewer than the {w.budget} asked for")
+            row = self.rows[i]
+            row.new += text[: w.budget]
+            row.logprobs += list(lps[: w.budget])
+        self.segment += 1
+
+
 def generate_long(decode: SegmentDecoder, prompts: Sequence[str], max_new_tokens: int,
                   block_size: int) -> list[tuple[str, list[float]]]:
     """Continue each prompt by ``max_new_tokens`` characters with a decoder whose context
-    is ``block_size``, restarting at the windows of ``shakespeare_lm.decoding.context_window`` (the
-    policy ``generate(..., context_overflow="slide")`` also follows).
+    is ``block_size``, restarting at the windows of ``shakespeare_lm.decoding.context_window``
+    (its ``decode_in_windows`` loop, which ``generate(..., context_overflow="slide")`` runs
+    too).
 
     ``decode(contexts, n, segment)`` continues every context by at least n characters
     (rows may stop at the context window) and returns (text, logprobs) per row. Returns
     (continuation, logprobs) per prompt.
     """
-    texts, new = list(prompts), [("", []) for _ in prompts]
-    segment = 0
-    while True:
-        rows, contexts, budgets = [], [], []
-        for r, (t, (c, _)) in enumerate(zip(texts, new)):
-            left = max_new_tokens - len(c)
-            if left > 0:
-                L = len(t)
-                rows.append(r)
-                contexts.append(t[window_start(L, block_size) :])
-                budgets.append(min(left, window_end(L, block_size) - L))  # up to the next restart
-        if not rows:
-            return new
-        outs = decode(contexts, max(budgets), segment)
-        for r, budget, (text, lps) in zip(rows, budgets, outs):
-            if len(text) < budget or len(lps) < budget:
-                raise RuntimeError(f"the decoder returned {len(text)} characters for prompt {r}, "
-                                   f"fewer than the {budget} asked for")
-            c, lp = new[r]
-            new[r] = (c + text[:budget], lp + list(lps[:budget]))
-            texts[r] += text[:budget]
-        segment += 1
+    rows = [_LongText(p, max_new_tokens) for p in prompts]
+    decode_in_windows(WindowPolicy(block_size), rows, _Segments(decode, rows))
+    return [(r.new, r.logprobs) for r in rows]
 
 
 def setting_seed(setting: Setting, seed: int, segment: int) -> int:
@@ -201,7 +215,8 @@ def segment_decoder(model, tok, setting: Setting, seed: int) -> SegmentDecoder:
             return [(g.text, g.logprobs) for g in contrastive_search(model, tok, contexts, n, **kw)]
     else:
         def decode(contexts, n, segment):
-            outs = generate(model, tok, contexts, n, seed=setting_seed(setting, seed, segment), **kw)
+            outs = generate(model, tok, contexts, n, seed=setting_seed(setting, seed, segment),
+                            **kw)
             return [(g.text, g.logprobs) for g in outs]
     return decode
 
@@ -264,7 +279,8 @@ class Results:
 
     def table(self, vocab) -> list[dict]:
         """``summary`` of every setting, then of the held-out reference."""
-        return [self.summary(lab, vocab) for lab in [s.label for s in self.settings] + [self.REFERENCE]]
+        labels = [s.label for s in self.settings] + [self.REFERENCE]
+        return [self.summary(lab, vocab) for lab in labels]
 
 
 def family_curve(table: Sequence[dict], family: str, x: str = "nats_per_char",
@@ -351,7 +367,8 @@ def _load(path: Path, prompts, settings, key, new_chars: int, strict: bool) -> R
     if problems:
         if strict:
             raise ValueError(f"{path} is not the results of this run: {'; '.join(problems)}. "
-                             "Regenerate it with `python -m shakespeare_lm.analysis.experiment --data`")
+                             "Regenerate it with "
+                             "`python -m shakespeare_lm.analysis.experiment --data`")
         return None  # a stale or broken cache file: regenerate
     return Results(list(prompts), list(settings), texts, lps, key, True, seconds, workers, path)
 
@@ -433,12 +450,12 @@ def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
     settings = list(settings)
     labels = [s.label for s in settings]
     if len(set(labels)) != len(labels) or Results.REFERENCE in labels:
-        raise ValueError(f"settings must have distinct labels other than {Results.REFERENCE!r}: {labels}")
+        raise ValueError(f"settings must have distinct labels other than "
+                         f"{Results.REFERENCE!r}: {labels}")
     if any(len(p.reference) < new_chars for p in prompts):
         raise ValueError(f"new_chars={new_chars} is longer than a prompt's reference text")
     workers = min(2, os.cpu_count() or 1) if workers is None else workers
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers={workers!r} is invalid: workers must be an integer >= 1")
+    check_count("workers", workers, 1)
     key = cache_key(weights_sha256(model), prompts, settings, new_chars, seed)
     path = None if cache_dir is None else Path(cache_dir) / _file_name(key)
     saved = [] if force else [(Path(d) / _file_name(key), strict) for d, strict in
@@ -459,7 +476,8 @@ def run_experiment(model, tok, settings: Sequence[Setting] = DEFAULT_SETTINGS,
     with _one_thread():
         lps[Results.REFERENCE] = [lp.numpy().astype(np.float32)
                                   for lp in metrics.char_logprobs(model, tok, contexts, refs)]
-    res = Results(prompts, settings, texts, lps, key, False, time.perf_counter() - t0, workers, path)
+    res = Results(prompts, settings, texts, lps, key, False, time.perf_counter() - t0, workers,
+                  path)
     if path is not None:
         _save(path, res)
     return res

@@ -12,8 +12,8 @@ the book the set of words of the training corpus. Repetition: ``repeated_trigram
 the share of word trigrams that already occurred earlier in the same sample. Diversity:
 ``distinct_n`` (Li et al. 2016), distinct word n-grams over all n-grams of a set of samples.
 
-Likelihood: ``char_logprobs`` (from ``shakespeare_lm.decoding.scoring``, importable from here) scores
-continuations under the untruncated model (temperature 1, no truncation) in the windows of
+Likelihood: ``char_logprobs`` (from ``shakespeare_lm.decoding.scoring``, importable from here)
+scores continuations under the untruncated model (temperature 1, no truncation) in the windows of
 ``shakespeare_lm.decoding.context_window`` (``window_start``, also importable from here), which
 ``experiment.generate_long`` also uses to generate past the context window, so the two agree.
 """
@@ -27,6 +27,7 @@ from collections.abc import Iterable, Sequence
 
 import torch
 
+from ..checks import check_count
 from ..decoding.context_window import window_start
 from ..decoding.scoring import char_logprobs
 
@@ -60,7 +61,8 @@ def vocabulary(text: str) -> frozenset[str]:
 
 def _check_texts(texts, name="texts") -> list[str]:
     if isinstance(texts, str) or not isinstance(texts, Iterable):
-        raise TypeError(f"{name} must be a list of str (one per sample), got {type(texts).__name__}")
+        raise TypeError(f"{name} must be a list of str (one per sample), "
+                        f"got {type(texts).__name__}")
     texts = list(texts)
     bad = [type(t).__name__ for t in texts if not isinstance(t, str)]
     if bad:
@@ -87,8 +89,7 @@ def real_word_share(texts: Sequence[str], vocab: frozenset[str] | set[str]) -> f
 
 def ngrams(ws: Sequence[str], n: int) -> list[tuple[str, ...]]:
     """The n-grams of a list of words, in order."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n={n!r} is invalid: n must be an integer >= 1")
+    check_count("n", n, 1)
     return [tuple(ws[i : i + n]) for i in range(len(ws) - n + 1)]
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ..corpus import load_train, sha256_text
-from ..decoding.checks import check_count
+from ..checks import check_count, optional_import
 from ..paths import CACHE_DIR
 
 MIN_VOCAB = 256  # the byte alphabet: every byte is a token, so any string is spelled
@@ -52,18 +52,9 @@ def _byte_to_char() -> dict[int, str]:
 CHAR_TO_BYTE = {c: b for b, c in _byte_to_char().items()}
 
 
-def _require_tokenizers():
-    try:
-        import tokenizers
-    except ImportError as e:  # pragma: no cover - only without the book extra
-        raise ImportError("shakespeare_lm.analysis.subword needs the tokenizers package "
-                          "(pip install 'shakespeare_lm[book]')") from e
-    return tokenizers
-
-
 def new_bpe_trainer(vocab_size: int):
     """An untrained byte-level BPE tokenizer, and its trainer for ``vocab_size``."""
-    tk = _require_tokenizers()
+    tk = optional_import("tokenizers", "shakespeare_lm.analysis.subword")
     check_count("vocab_size", vocab_size, MIN_VOCAB,
                 hint=f" (the {MIN_VOCAB} bytes come first, then one token per merge)")
     tokenizer = tk.Tokenizer(tk.models.BPE())
@@ -90,7 +81,7 @@ def train_bpe(vocab_size: int = 4000, text: str | None = None,
     ``cache_dir`` (``None``: no cache), the key a hash of the text, the size and the
     library's version.
     """
-    tk = _require_tokenizers()
+    tk = optional_import("tokenizers", "shakespeare_lm.analysis.subword")
     text = load_train() if text is None else text
     key = _key("bpe", sha256_text(text), vocab_size, tk.__version__)
     path = None if cache_dir is None else Path(cache_dir) / f"bpe-{key}.json"
@@ -107,7 +98,7 @@ def train_bpe(vocab_size: int = 4000, text: str | None = None,
 def truncate_bpe(tokenizer, vocab_size: int):
     """The same BPE with only its first ``vocab_size - 256`` merges: the tokenizer that
     training to ``vocab_size`` would have produced."""
-    tk = _require_tokenizers()
+    tk = optional_import("tokenizers", "shakespeare_lm.analysis.subword")
     spec = json.loads(tokenizer.to_str())
     model = spec["model"]
     check_count("vocab_size", vocab_size, MIN_VOCAB, len(model["vocab"]),

@@ -30,31 +30,11 @@ presentation: ``shakespeare_lm.site.roofline_charts``.
 
 
 from .measure import measure_bandwidth, measure_hardware, measure_matmul_flops, measure_model_costs
-from .roofline import (
-                       DTYPE_BYTES,
-                       GB,
-                       HARDWARE,
-                       MODELS,
-                       GiB,
-                       Hardware,
-                       ModelSpec,
-                       PassCost,
-                       answer_seconds,
-                       attainable_flops,
-                       count_params,
-                       decode_cost,
-                       decode_tokens_per_s,
-                       knee_batch,
-                       kv_cache_bytes,
-                       max_batch_for_memory,
-                       pass_bytes,
-                       pass_cost,
-                       pass_flops,
-                       prefill_cost,
-                       throughput_knee,
-                       time_to_first_token,
-                       weight_bytes,
-)
+from .roofline import (DTYPE_BYTES, GB, HARDWARE, MODELS, GiB, Hardware, ModelSpec, PassCost,
+                       answer_seconds, attainable_flops, count_params, decode_cost,
+                       decode_tokens_per_s, knee_batch, kv_cache_bytes, max_batch_for_memory,
+                       pass_bytes, pass_cost, pass_flops, prefill_cost, throughput_knee,
+                       time_to_first_token, weight_bytes)
 
 __all__ = [
     "DTYPE_BYTES", "GB", "GiB", "weight_bytes",

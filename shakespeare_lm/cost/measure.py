@@ -7,7 +7,7 @@ import statistics
 
 import torch
 
-from ..decoding.checks import check_positive
+from ..checks import check_positive
 from ..decoding.generate import generate
 from ..timing import benchmark
 from .roofline import Hardware

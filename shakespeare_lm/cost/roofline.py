@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..decoding.checks import check_positive
+from ..checks import check_positive
 from ..model import PRESETS, ModelConfig
 
 # --- sizes ---------------------------------------------------------------------------
@@ -124,7 +124,7 @@ class ModelSpec:
         check_positive("bytes_per_weight", self.bytes_per_weight)
         if self.kv_bytes_per_number is not None:
             check_positive("kv_bytes_per_number", self.kv_bytes_per_number)
-        self.kv_bytes_per_token  # validates n_layer, d_model and the heads
+        _ = self.kv_bytes_per_token  # validates n_layer, d_model and the heads
 
     @property
     def weight_bytes(self) -> float:
@@ -133,7 +133,8 @@ class ModelSpec:
 
     @property
     def kv_bytes_per_token(self) -> float:
-        kv_bytes = self.bytes_per_weight if self.kv_bytes_per_number is None else self.kv_bytes_per_number
+        kv_bytes = (self.bytes_per_weight if self.kv_bytes_per_number is None
+                    else self.kv_bytes_per_number)
         n_kv = self.n_head if self.n_kv_heads is None else self.n_kv_heads
         return kv_cache_bytes(self.n_layer, self.d_model, 1, 1, kv_bytes, n_kv, self.n_head)
 
@@ -279,7 +280,8 @@ def answer_seconds(spec: ModelSpec, hw: Hardware, prompt_len: int, new_tokens: i
     return total
 
 
-def knee_batch(spec: ModelSpec, hw: Hardware, context: int = 0, weights_only: bool = False) -> float:
+def knee_batch(spec: ModelSpec, hw: Hardware, context: int = 0,
+               weights_only: bool = False) -> float:
     """The batch size at which a decode step turns from memory- to compute-bound (may be
     fractional; ``inf`` if the KV reads grow as fast as the arithmetic and it never does).
 

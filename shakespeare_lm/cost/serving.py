@@ -4,7 +4,8 @@ A small engine with ``max_batch`` rows runs the real model one decode step at a 
 every step each busy row feeds one token: the next prompt character while it reads its
 prompt (chunked prefill with a chunk of one), then its last generated character (greedy).
 The rows share the cache's slot counter; a request that joins at slot s gets left padding
-s, so it sees only its own keys and its positions count from 0 (``Transformer.setup_cache``).
+s, so it sees only its own keys and its positions count from 0 (the ``pad`` of
+``with model.cache(batch, max_len, pad) as cache:``, changed with ``cache.set_padding``).
 
 Two schedulers decide when a waiting request takes a free row:
 
@@ -32,6 +33,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ..checks import check_count
 from ..decoding.generate import decode_one_token
 from ..timing import Stopwatch, model_device
 
@@ -52,8 +54,7 @@ def make_requests(n: int, text: str, *, seed: int, prompt_len: tuple[int, int] =
                   new_tokens: tuple[int, int] = (8, 128)) -> list[Request]:
     """``n`` requests with prompts cut from ``text`` and lengths drawn uniformly from the
     inclusive ranges ``prompt_len`` and ``new_tokens``, reproducibly from ``seed``."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n={n!r} is invalid: the number of requests must be an integer >= 1")
+    check_count("n", n, 1, hint=" (the number of requests)")
     for name, (lo, hi) in (("prompt_len", prompt_len), ("new_tokens", new_tokens)):
         if not (isinstance(lo, int) and isinstance(hi, int) and 1 <= lo <= hi):
             raise ValueError(f"{name}={(lo, hi)!r} is invalid: it must be integers 1 <= lo <= hi")
@@ -140,8 +141,7 @@ def _check_settings(requests, model, tok, policy, max_batch, allocator, block_to
     if allocator not in ALLOCATORS:
         raise ValueError(f"allocator={allocator!r} is invalid: choose one of {ALLOCATORS}")
     for name, value in (("max_batch", max_batch), ("block_tokens", block_tokens)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} is invalid: it must be an integer >= 1")
+        check_count(name, value, 1)
     if model is not None and tok is None:
         raise ValueError("tok=None is invalid with a model: pass the model's tokenizer")
     context = context or (model.config.block_size if model is not None else None)
@@ -157,7 +157,8 @@ def _check_settings(requests, model, tok, policy, max_batch, allocator, block_to
                          "(prompt plus max_new_tokens)")
     if any(r.max_new_tokens < 1 or not r.prompt for r in requests):
         raise ValueError("every request needs a non-empty prompt and max_new_tokens >= 1")
-    longest = context if allocator == "contiguous" else _blocks(context, block_tokens) * block_tokens
+    longest = (context if allocator == "contiguous"
+               else _blocks(context, block_tokens) * block_tokens)
     if kv_budget_tokens is not None and kv_budget_tokens < longest:
         raise ValueError(f"kv_budget_tokens={kv_budget_tokens} is invalid: it must hold at "
                          f"least one request of the longest length ({longest} tokens)")

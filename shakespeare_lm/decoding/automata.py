@@ -25,6 +25,8 @@ from typing import NamedTuple, Protocol, runtime_checkable
 
 import torch
 
+from .checks import check_count
+
 State = Hashable
 NEG_INF = float("-inf")
 
@@ -104,12 +106,11 @@ class CharConstraint:
 
     def allowed_chars(self, state: State) -> str:
         """The allowed next characters in ``state``, as a string in vocabulary order."""
-        return "".join(self.tok.chars[i] for i in torch.nonzero(self.allowed(state)).flatten().tolist())
+        ids = torch.nonzero(self.allowed(state)).flatten().tolist()
+        return "".join(self.tok.chars[i] for i in ids)
 
     def _check_token(self, state: State, token_id: int) -> None:
-        if not (isinstance(token_id, int) and 0 <= token_id < self.tok.vocab_size):
-            raise ValueError(f"token_id={token_id!r} is invalid: it must be an int in "
-                             f"0..{self.tok.vocab_size - 1}")
+        check_count("token_id", token_id, 0, self.tok.vocab_size - 1)
         if not bool(self.allowed(state)[token_id]):
             raise ConstraintError(f"character {self.tok.chars[token_id]!r} is not allowed in "
                                   f"state {state!r}; allowed: {self.allowed_chars(state)!r}")
@@ -271,7 +272,8 @@ class ChoiceConstraint(CharConstraint):
 
     def __init__(self, labels: Sequence[str], tok):
         if isinstance(labels, str) or not isinstance(labels, Sequence) or not labels:
-            raise ValueError(f"labels={labels!r:.80} is invalid: it must be a non-empty list of str")
+            raise ValueError(f"labels={labels!r:.80} is invalid: it must be a non-empty list "
+                             "of str")
         for label in labels:
             if not isinstance(label, str) or not label:
                 raise ValueError(f"labels contains {label!r}: every label must be a non-empty str")
@@ -286,7 +288,8 @@ class ChoiceConstraint(CharConstraint):
         self._masks: dict[str, torch.Tensor] = {}
         for label in self.labels:
             for i in range(len(label)):
-                mask = self._masks.setdefault(label[:i], torch.zeros(tok.vocab_size, dtype=torch.bool))
+                mask = self._masks.setdefault(label[:i],
+                                              torch.zeros(tok.vocab_size, dtype=torch.bool))
                 mask[tok.stoi[label[i]]] = True
         self._nothing = torch.zeros(tok.vocab_size, dtype=torch.bool)
         self._labels = set(self.labels)

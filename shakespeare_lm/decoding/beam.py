@@ -8,15 +8,17 @@ The search is written once, model-free. ``beam_core`` sees the model only throug
 
 (logits: ``beam_core`` applies the sampler's penalties and takes the log-softmax; log-probs
 are logits too), so a toy next-probability table (``prefix_step`` over any
-``prefixes -> log-probs`` function) and the real model (``CachedStep``: the beams are one batch on the KV cache, whose
-rows are reordered with ``model.reorder_cache`` when the beams are re-ranked) run the same
-algorithm. ``beam_search`` is the model-facing function; ``naive_beam_search`` is the same
-search with one full forward pass per beam per step, kept for the benchmark.
+``prefixes -> log-probs`` function) and the real model (``CachedStep``: the beams are one
+batch on the KV cache, whose rows the cache handle's ``reorder`` permutes when the beams are
+re-ranked) run the same algorithm. ``beam_search`` is the model-facing function;
+``naive_beam_search`` is the same search with one full forward pass per beam per step, kept
+for the benchmark.
 
 Scores are summed log-probabilities divided by the GNMT length penalty
 ``((5 + |y|) / 6) ** alpha`` (Wu et al. 2016); alpha = 0 ranks by log-probability alone.
-A hypothesis that ends (stop sequence, or a constraint that accepts and cannot go on) keeps
-its slot in the beam with its final score; the search ends when every slot holds a finished
+A hypothesis that ends (a constraint that accepts and cannot go on, or a stop sequence:
+``shakespeare_lm.decoding.stopping``'s check, the constraint asked first) keeps its slot in
+the beam with its final score; the search ends when every slot holds a finished
 hypothesis or the budget of new tokens is spent.
 
 ``exact_core`` / ``exact_search`` find the true most probable continuation of a fixed
@@ -36,10 +38,13 @@ import torch
 
 from ..timing import benchmark, model_device
 from .automata import ConstraintError
-from .checks import check_count, check_max_new_tokens, check_number, encode_prompts
+from .checks import (as_prompt_list, check_count, check_max_new_tokens, check_number,
+                     encode_prompts, one_or_list)
+from .context_window import WindowPolicy
 from .generate import Generation, decode_one_token, prefill
 from .sampler import DecodingConfig, Sampler
 from .scoring import next_token_logits, teacher_forced_logits
+from .stopping import StopCheck, limit_reason
 
 Step = Callable[[torch.Tensor | None, torch.Tensor | None], torch.Tensor]
 NextLogProbs = Callable[[torch.Tensor], torch.Tensor]   # prefixes (N, t) -> logits (N, V)
@@ -55,7 +60,7 @@ class Hypothesis:
     ids: tuple[int, ...]
     logprobs: tuple[float, ...]      # log p(token | everything before it), one per token
     score: float                     # sum(logprobs) / length_penalty(len(ids), alpha)
-    reason: str                      # why it ended: "stop_sequence", "constraint", "max_tokens", ...
+    reason: str                      # why it ended: "stop_sequence", "constraint", ...
 
     @property
     def logprob(self) -> float:
@@ -92,10 +97,6 @@ def length_penalty(length: int, alpha: float) -> float:
 
 
 # --- input checks -----------------------------------------------------------------------
-def _is_int(x) -> bool:
-    return isinstance(x, int) and not isinstance(x, bool)
-
-
 def _check_beam_width(beam_width, vocab_size: int) -> None:
     check_count("beam_width", beam_width, 1, vocab_size,
                 " (1 is greedy; at most the vocabulary size)")
@@ -132,7 +133,9 @@ class _Beam:
     (n, t), summed scoring log-probs (n,), constraint states) and the finished ones."""
 
     def __init__(self, sampler: Sampler, width: int, alpha: float, is_stop, history):
-        self.sampler, self.width, self.alpha, self.is_stop = sampler, width, alpha, is_stop
+        self.sampler, self.width, self.alpha = sampler, width, alpha
+        self.stop = StopCheck(constraint=sampler.constraint, is_stop=is_stop,
+                              constraint_first=True)
         self.history = torch.tensor(list(history), dtype=torch.long)     # (H,) the prompt
         c = sampler.constraint
         self.states = [None if c is None else c.start()]
@@ -199,7 +202,7 @@ class _Beam:
             parent, token = divmod(i, V)
             state = c.advance(self.states[parent], token) if c is not None else None
             ids = self.ids[parent].tolist() + [token]
-            reason = self._end_reason(state, ids)
+            reason = self.stop.ended(ids, state)
             if reason is None:
                 kept.append((parent, token, state))
                 continue
@@ -208,14 +211,6 @@ class _Beam:
                                        reason))
         self.finished = finished
         return kept
-
-    def _end_reason(self, state, ids: list[int]) -> str | None:
-        c = self.sampler.constraint
-        if c is not None and c.is_accepting(state) and not c.can_continue(state):
-            return "constraint"
-        if self.is_stop is not None and self.is_stop(ids):
-            return "stop_sequence"
-        return None
 
     def result(self, end_reason: str) -> list[Hypothesis]:
         """Every hypothesis in the beam, best first; the live ones end with ``end_reason``."""
@@ -314,8 +309,7 @@ def exact_core(next_logprobs: NextLogProbs, horizon: int, lower_bound: float | N
     better. Returns (best hypothesis, number of prefixes scored at each depth). Raises
     ``RuntimeError`` if a depth would keep more than ``max_frontier`` prefixes.
     """
-    if not _is_int(horizon) or horizon < 1:
-        raise ValueError(f"horizon={horizon!r} is invalid: horizon must be an integer >= 1")
+    check_count("horizon", horizon, 1)
     if lower_bound is None:                                       # greedy's score is a bound
         prefix = torch.zeros(1, 0, dtype=torch.long, device=device)
         lower_bound = 0.0
@@ -430,10 +424,12 @@ def cached_prefix_logprobs(model, prompt_ids: list[int], chunk: int = 128) -> Ne
 
 # --- the model-facing functions ---------------------------------------------------------
 def _stop_test(tok, stops: tuple[str, ...]) -> Callable[[list[int]], bool] | None:
+    """``beam_core``'s ``is_stop`` for stop sequences: it decodes only the last ids that the
+    longest one can span (one character per id)."""
     if not stops:
         return None
-    longest = max(len(s) for s in stops)
-    return lambda ids: any(tok.decode(ids[-longest:]).endswith(s) for s in stops)
+    check, longest = StopCheck(stops), max(len(s) for s in stops)
+    return lambda ids: check.stopped(tok.decode(ids[-longest:]))
 
 
 def _to_generation(prompt: str, tok, h: Hypothesis) -> BeamGeneration:
@@ -445,8 +441,9 @@ def _search_one(model, tok, prompt: str, ids: list[int], max_new_tokens: int, be
                 alpha: float, cfg: DecodingConfig, constraint, naive: bool) -> list[BeamGeneration]:
     """Every final beam for one prompt, best first."""
     V = model.config.vocab_size
-    budget = min(max_new_tokens, model.config.block_size - len(ids))
-    end_reason = "max_tokens" if budget == max_new_tokens else "context_window"
+    budget = WindowPolicy(model.config.block_size, slide=False).window(len(ids),
+                                                                       max_new_tokens).budget
+    end_reason = limit_reason(budget, max_new_tokens)
     if naive:
         step, close = prefix_step(naive_logits(model, ids), model_device(model)), None
     else:
@@ -474,13 +471,12 @@ def _search(model, tok, prompt, max_new_tokens, beam_width, length_penalty_alpha
     _check_alpha(length_penalty_alpha)
     cfg.check_stop_characters(tok)
     Sampler(cfg, constraint, model.config.vocab_size)  # checks the constraint
-    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
     out = []
-    for p, ids in zip(prompts, encoded):
+    for p, ids in zip(as_prompt_list(prompt), encoded):
         gens = _search_one(model, tok, p, ids, max_new_tokens, beam_width, length_penalty_alpha,
                            cfg, constraint, naive)
         out.append(gens if return_all else gens[0])
-    return out[0] if isinstance(prompt, str) else out
+    return one_or_list(prompt, out)
 
 
 @torch.no_grad()
@@ -528,10 +524,9 @@ def exact_search(model, tok, prompt: str, horizon: int, *, lower_bound: float | 
     score above the bound (at most exp(-bound) per depth); ``max_frontier`` caps it.
     """
     ids = _check_prompt(tok, prompt, model)
-    if not _is_int(horizon) or not 1 <= horizon <= model.config.block_size - len(ids):
-        raise ValueError(f"horizon={horizon!r} is invalid: horizon must be an integer in "
-                         f"[1, {model.config.block_size - len(ids)}] (the context window "
-                         f"{model.config.block_size} less the prompt's {len(ids)} characters)")
+    block = model.config.block_size
+    check_count("horizon", horizon, 1, block - len(ids),
+                f" (the context window {block} less the prompt's {len(ids)} characters)")
     if lower_bound is None:
         lower_bound = beam_search(model, tok, prompt, horizon, beam_width).logprob
     best, sizes = exact_core(cached_prefix_logprobs(model, ids, chunk), horizon, lower_bound,

@@ -11,20 +11,24 @@ Re-sent, each turn's prefill runs the whole conversation through the model again
 *prefix caching* (vLLM's automatic prefix caching; SGLang's RadixAttention, Zheng et
 al. 2024) the server keeps the keys and values of what it has processed and prefills
 only the part of the new prompt after the longest prefix it shares with them.
-:func:`run_dialogue` does either, greedily, on one KV cache; the replies are the same.
+:func:`run_dialogue` does either: each reply is ``generate``'s greedy continuation of the
+whole conversation, re-sent on a fresh KV cache or on one ``PrefixCache``
+(``shakespeare_lm.decoding.prefix_cache``) kept for the dialogue; the replies are the same.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from contextlib import nullcontext
+from dataclasses import dataclass, field
 
 import torch
 
 from ..timing import benchmark, model_device
 from .checks import check_count
-from .generate import decode_one_token, prefill
-from .rules import greedy
+from .generate import Timings, generate, prefill
+from .prefix_cache import PrefixCache
+from .prefix_cache import shared_prefix as shared_prefix
 
 END_OF_TURN = "\n\n"  # a blank line closes every speech, as an end-of-turn token would
 
@@ -45,16 +49,6 @@ def close_reply(reply: str) -> str:
     return reply if reply.endswith(END_OF_TURN) else reply.rstrip("\n") + END_OF_TURN
 
 
-def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """The length of the longest common prefix of two token sequences."""
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 @dataclass
 class ChatTurn:
     """One turn of a dialogue: the prompt sent, how much of it the cache already held,
@@ -66,6 +60,7 @@ class ChatTurn:
     reply_ids: list[int]
     reply: str              # as generated (with its blank line if it got that far)
     stop_reason: str        # "stop_sequence", "max_tokens" or "context_window"
+    timings: Timings | None = field(default=None, repr=False)  # the reply's generate call
 
     @property
     def prefilled(self) -> int:
@@ -74,39 +69,21 @@ class ChatTurn:
 
 
 @torch.no_grad()
-def greedy_reply(model, logits: torch.Tensor, start: int, max_new: int,
-                 stop: Sequence[int], limit: int) -> tuple[list[int], str]:
-    """Greedy tokens after a prefill whose last slot was ``start - 1`` (logits (1, V)),
-    until the ``stop`` ids appear, after ``max_new`` tokens, or at slot ``limit``."""
-    device, ids = logits.device, []
-    while True:
-        nxt = greedy(logits)                                  # (1,)
-        ids.append(int(nxt))
-        if ids[-len(stop):] == list(stop):
-            return ids, "stop_sequence"
-        if len(ids) == max_new:
-            return ids, "max_tokens"
-        if start + len(ids) == limit:
-            return ids, "context_window"
-        pos = torch.tensor([start + len(ids) - 1], device=device)
-        logits = decode_one_token(model, nxt.view(1, 1), pos)
-
-
-@torch.no_grad()
 def run_dialogue(model, tok, user_lines: Sequence[str], user: str, assistant: str,
                  max_reply: int, *, prefix_cache: bool = True) -> list[ChatTurn]:
     """A dialogue: ``user`` says each line; the model answers greedily as ``assistant``
     (until a blank line, ``max_reply`` characters or the end of the context window).
 
-    Every turn sends the whole conversation. ``prefix_cache=True`` keeps one KV cache
-    for the dialogue and prefills only the prompt's tokens after the prefix it already
-    holds; ``False`` prefills the whole conversation each turn, as a stateless server.
+    Every turn sends the whole conversation to ``generate``. ``prefix_cache=True`` keeps
+    one ``PrefixCache`` for the dialogue, so each turn prefills only the prompt's tokens
+    after the prefix it already holds; ``False`` prefills the whole conversation each turn,
+    on a fresh cache, as a stateless server. ``ChatTurn.timings`` splits each turn's time
+    into that prefill and the reply's decoding.
     """
     check_count("max_reply", max_reply, 1)
-    block, device = model.config.block_size, model_device(model)
-    stop = tok.encode(END_OF_TURN)
-    turns, text, cached = [], "", []
-    with model.cache(1, block) as cache:
+    block = model.config.block_size
+    turns, text = [], ""
+    with PrefixCache(model) if prefix_cache else nullcontext() as prefix:
         for line in user_lines:
             text += speaker_turn(user, line) + open_turn(assistant)
             ids = tok.encode(text)
@@ -114,16 +91,11 @@ def run_dialogue(model, tok, user_lines: Sequence[str], user: str, assistant: st
                 raise ValueError(f"turn {len(turns) + 1}: the conversation is "
                                  f"{len(ids)} tokens, but the context holds {block} "
                                  "and the reply needs room; use fewer or shorter turns")
-            keep = min(shared_prefix(cached, ids), len(ids) - 1) if prefix_cache else 0
-            cache.truncate(keep)  # slots past the shared prefix are written again
-            logits = prefill(model, torch.tensor([ids[keep:]], device=device),
-                             torch.arange(keep, len(ids), device=device))
-            reply_ids, why = greedy_reply(model, logits, len(ids), max_reply, stop,
-                                          block)
-            reply = tok.decode(reply_ids)
-            turns.append(ChatTurn(line, ids, keep, reply_ids, reply, why))
-            cached = ids + reply_ids[:-1]  # the last reply token was chosen, never fed
-            text += close_reply(reply)
+            g = generate(model, tok, text, max_reply, temperature=0, stop=END_OF_TURN,
+                         prefix_cache=prefix)
+            reused = 0 if prefix is None else prefix.reused
+            turns.append(ChatTurn(line, ids, reused, g.ids, g.text, g.stop_reason, g.timings))
+            text += close_reply(g.text)
     return turns
 
 

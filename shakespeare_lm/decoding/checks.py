@@ -1,47 +1,32 @@
-"""Argument checks every decoder shares, with messages that name the argument and the fix."""
+"""Argument checks every decoder shares, with messages that name the argument and the fix.
+The general ones (``check_count``, ``check_number``, ``check_positive``) live in
+``shakespeare_lm.checks`` and are imported here for the decoders."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
+from ..checks import check_count, check_number, check_positive
 
-def check_count(name: str, value, low: int = 0, high: int | None = None, hint: str = "") -> None:
-    """Raise ValueError unless ``value`` is an int (not a bool) in [low, high]."""
-    ok = isinstance(value, int) and not isinstance(value, bool) and value >= low
-    if ok and high is not None:
-        ok = value <= high
-    if not ok:
-        where = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name}={value!r} is invalid: {name} must be an integer {where}{hint}")
-
-
-def check_number(name: str, value, low: float | None = None, high: float | None = None,
-                 hint: str = "") -> None:
-    """Raise ValueError unless ``value`` is a finite real number (not a bool) in [low, high]."""
-    ok = (not isinstance(value, bool) and isinstance(value, (int, float))
-          and math.isfinite(value) and (low is None or value >= low)
-          and (high is None or value <= high))
-    if not ok:
-        where = "" if low is None and high is None else f" in [{low}, {high}]"
-        kind = "a finite number" if not where else "a number"
-        raise ValueError(f"{name}={value!r} is invalid: {name} must be {kind}{where}{hint}")
-
-
-def check_positive(name: str, value, integer: bool = False, allow_zero: bool = False) -> None:
-    """Raise ValueError unless ``value`` is a positive (or, with ``allow_zero``, non-negative)
-    finite number, or an int with ``integer``; bools are refused."""
-    ok_type = isinstance(value, int) if integer else isinstance(value, (int, float))
-    low_ok = value >= 0 if allow_zero else value > 0
-    if isinstance(value, bool) or not ok_type or not low_ok or (not integer and not math.isfinite(value)):
-        kind = "an integer" if integer else "a finite number"
-        bound = ">= 0" if allow_zero else "> 0"
-        raise ValueError(f"{name}={value!r} is invalid: {name} must be {kind} {bound}")
+__all__ = ["as_prompt_list", "check_context_overflow", "check_count", "check_max_new_tokens",
+           "check_number", "check_positive", "check_prompt_fits", "encode_prompts",
+           "one_or_list", "prompt_labels"]
 
 
 def check_max_new_tokens(n) -> None:
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"max_new_tokens={n!r} is invalid: it must be an integer >= 0")
+    check_count("max_new_tokens", n, 0)
+
+
+CONTEXT_OVERFLOWS = ("stop", "slide")
+
+
+def check_context_overflow(context_overflow) -> bool:
+    """Whether ``context_overflow`` asks to slide past the context window ("slide") or to
+    stop there ("stop"); anything else is a ValueError."""
+    if context_overflow not in CONTEXT_OVERFLOWS:
+        raise ValueError(f"context_overflow={context_overflow!r} is invalid: it must be "
+                         "'stop' (end with stop_reason 'context_window') or 'slide'")
+    return context_overflow == "slide"
 
 
 def as_prompt_list(prompt) -> list[str]:
@@ -53,16 +38,29 @@ def as_prompt_list(prompt) -> list[str]:
     raise TypeError(f"prompt must be a str or a non-empty list of str, got {prompt!r:.80}")
 
 
+def prompt_labels(prompt) -> list[str]:
+    """What an error names each prompt by: "" for a single prompt (a str), else
+    " (prompt i of the batch)"."""
+    prompts = as_prompt_list(prompt)
+    return [""] if isinstance(prompt, str) else [f" (prompt {i} of the batch)"
+                                                  for i in range(len(prompts))]
+
+
+def one_or_list(prompt, results):
+    """What a decoder returns for ``prompt``: the one result (``results[0]``) of a str, all
+    the results (a list, or a tensor with one row per prompt) of a list."""
+    return results[0] if isinstance(prompt, str) else results
+
+
 def encode_prompts(tok, prompt, block_size: int | None = None) -> list[list[int]]:
     """The ids of each prompt (``prompt``: a str or a list of str). An empty prompt, a character
     the tokenizer lacks or a prompt longer than ``block_size`` raises ValueError naming it."""
-    prompts = as_prompt_list(prompt)
     encoded = []
-    for i, p in enumerate(prompts):
-        where = "" if isinstance(prompt, str) else f" (prompt {i} of the batch)"
+    for p, where in zip(as_prompt_list(prompt), prompt_labels(prompt)):
         if not p:
             raise ValueError(f"empty prompt{where}: a character model needs at least one "
-                             "character to condition on, e.g. a speaker line such as 'KATHARINA:\\n'")
+                             "character to condition on, e.g. a speaker line such as "
+                             "'KATHARINA:\\n'")
         try:
             encoded.append(tok.encode(p))
         except ValueError as e:

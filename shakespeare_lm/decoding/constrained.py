@@ -17,20 +17,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .automata import (
-    NEG_INF,
-    BracketListConstraint,
-    CharConstraint,
-    ChoiceConstraint,
-    Constraint,
-    ConstraintError,
-    ListState,
-    RegexConstraint,
-    State,
-    allowed_or_raise,
-    check_constraint,
-    mask_logits,
-)
+from .automata import (NEG_INF, BracketListConstraint, CharConstraint, ChoiceConstraint, Constraint,
+                       ConstraintError, ListState, RegexConstraint, State, allowed_or_raise,
+                       check_constraint, mask_logits)
+from .checks import as_prompt_list, check_count, one_or_list
 from .generate import generate
 from .scoring import teacher_forced_logprobs
 
@@ -97,13 +87,14 @@ def completion_logprobs(model, tok, prompt: str | Sequence[str], constraint, tex
     Returns two float64 tensors: (N,) for one prompt, (P, N) for a list of P prompts (one
     batched computation; see ``scoring.teacher_forced_logits`` for how the model is run).
     """
-    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
+    prompts = as_prompt_list(prompt)
     ctxs = [tok.encode(p) for p in prompts]
     if not all(ctxs):
         raise ValueError("an empty prompt: the first character needs a context to be scored in")
     texts = list(texts)
     if not texts or not all(isinstance(t, str) and t for t in texts):
-        raise ValueError(f"texts={texts!r:.80} is invalid: it must be a non-empty list of non-empty str")
+        raise ValueError(f"texts={texts!r:.80} is invalid: it must be a non-empty list of "
+                         "non-empty str")
     block = getattr(getattr(model, "config", None), "block_size", math.inf)
     longest, L = max(len(t) for t in texts), max(len(c) for c in ctxs)
     if L + longest > block:
@@ -127,8 +118,8 @@ def completion_logprobs(model, tok, prompt: str | Sequence[str], constraint, tex
         real = torch.arange(W)[None, :] < torch.tensor([len(texts[j]) for _, j in rows])[:, None]
         logp[chunk] = torch.where(real, step, 0.0).sum(-1)
         logq[chunk] = torch.where(real, step - kept, 0.0).sum(-1)
-    shape = (len(texts),) if isinstance(prompt, str) else (len(prompts), len(texts))
-    return logp.view(shape), logq.view(shape)
+    logp, logq = logp.view(len(prompts), len(texts)), logq.view(len(prompts), len(texts))
+    return one_or_list(prompt, logp), one_or_list(prompt, logq)
 
 
 @dataclass
@@ -151,7 +142,8 @@ class ExactDistributions:
         return total_variation(self.conditional, self.masked)
 
     def as_rows(self) -> list[tuple[str, float, float, float]]:
-        """(completion, p, conditional, masked) per completion, most probable (conditional) first."""
+        """(completion, p, conditional, masked) per completion, the most probable
+        (conditional) first."""
         rows = zip(self.completions, self.model_p.tolist(), self.conditional.tolist(),
                    self.masked.tolist())
         return sorted(rows, key=lambda r: -r[2])
@@ -169,7 +161,7 @@ def exact_distributions(model, tok, prompt: str | Sequence[str], constraint, max
     out = [ExactDistributions(texts, a.exp(), b, c.exp())
            for a, b, c in zip(logp.view(-1, len(texts)), conditional.view(-1, len(texts)),
                               logq.view(-1, len(texts)))]
-    return out[0] if isinstance(prompt, str) else out
+    return one_or_list(prompt, out)
 
 
 @dataclass
@@ -214,8 +206,7 @@ def rejection_sample(model, tok, prompt: str, constraint, n: int, max_new_tokens
     """Draw ``n`` unconstrained samples of ``max_new_tokens`` characters (temperature 1) and
     keep those that begin with a completion: accepted samples follow the exact conditional
     distribution, at the cost of discarding the rest."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n={n!r} is invalid: it must be an integer >= 1")
+    check_count("n", n, 1, hint=" (samples to draw)")
     counts: Counter = Counter()
     rejected: Counter = Counter()
     for i, chunk in enumerate(_chunks(list(range(n)), batch_size)):

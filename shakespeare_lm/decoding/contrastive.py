@@ -1,6 +1,7 @@
 """Contrastive search (Su et al. 2022), batched on the KV cache.
 
-At each step the k (``num_candidates``) most probable next characters are candidates; candidate v scores
+At each step the k (``num_candidates``) most probable next characters are candidates;
+candidate v scores
 
     (1 - alpha) * p(v | x_<t)  -  alpha * max_j cos(h_v, h_j)
 
@@ -31,9 +32,12 @@ import torch
 import torch.nn.functional as F
 
 from ..timing import Stopwatch, model_device
-from .checks import check_count, check_max_new_tokens, check_number, encode_prompts
+from .checks import (as_prompt_list, check_count, check_max_new_tokens, check_number,
+                     encode_prompts, one_or_list)
+from .context_window import WindowPolicy
 from .generate import Generation, Timings
 from .sampler import DecodingConfig
+from .stopping import limit_reason
 
 
 @dataclass
@@ -77,9 +81,9 @@ def _step(model, cache, run: _Search, s: int) -> None:
 
 def _start(model, encoded, k: int, alpha: float, max_new_tokens: int, device):
     """(left-padded prompts (B, L), padding (B,), L, steps, the empty search state)."""
-    B, block = len(encoded), model.config.block_size
+    B, policy = len(encoded), WindowPolicy(model.config.block_size, slide=False)
     L = max(len(e) for e in encoded)
-    budgets = [min(max_new_tokens, block - len(e)) for e in encoded]
+    budgets = [policy.window(len(e), max_new_tokens).budget for e in encoded]
     pad = torch.tensor([L - len(e) for e in encoded], device=device)     # (B,) left padding
     idx = torch.zeros(B, L, dtype=torch.long, device=device)
     for b, e in enumerate(encoded):
@@ -135,8 +139,7 @@ def contrastive_search(model, tok, prompt: str | list[str], max_new_tokens: int,
                     _step(model, cache, run, L + i)
             decode_s = sw_decode.seconds
     timings = Timings(prefill_s, ttft, decode_s, steps, B, str(device))
-    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-    results = [Generation(p, tok.decode(run.out_ids[b]), run.out_ids[b], run.out_lp[b],
-                          "max_tokens" if run.budgets[b] == max_new_tokens else "context_window",
-                          timings) for b, p in enumerate(prompts)]
-    return results[0] if isinstance(prompt, str) else results
+    return one_or_list(prompt, [
+        Generation(p, tok.decode(run.out_ids[b]), run.out_ids[b], run.out_lp[b],
+                   limit_reason(run.budgets[b], max_new_tokens), timings)
+        for b, p in enumerate(as_prompt_list(prompt))])

@@ -9,23 +9,29 @@ attention and positions count from each row's first real character, so a row gen
 exactly what it would alone. Context window: the prompt plus the generated text never
 exceeds ``model.config.block_size`` characters. A longer prompt is an error; a generation
 that reaches the limit stops with ``stop_reason == "context_window"``, or, with
-``context_overflow="slide"``, goes on in the windows of ``shakespeare_lm.decoding.context_window``.
-How each token is chosen is ``shakespeare_lm.decoding.sampler``'s job.
+``context_overflow="slide"``, goes on in the windows of ``shakespeare_lm.decoding.context_window``
+(its ``decode_in_windows`` loop runs the windows). How each token is chosen is
+``shakespeare_lm.decoding.sampler``'s job; why a row ends, ``shakespeare_lm.decoding.stopping``'s.
+A ``PrefixCache`` (``shakespeare_lm.decoding.prefix_cache``) keeps the KV cache from one call
+to the next, so a prompt that extends an earlier one prefills only its new tokens.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 import torch
 
 from ..timing import Stopwatch, model_device
-from .checks import check_max_new_tokens, encode_prompts
-from .context_window import window_end, window_start
+from .checks import (as_prompt_list, check_context_overflow, check_max_new_tokens,
+                     encode_prompts, one_or_list, prompt_labels)
+from .context_window import Window, WindowedRow, WindowPolicy, decode_in_windows
+from .prefix_cache import PrefixCache
 from .sampler import FREE, DecodingConfig, Sampler
-
-STOP_REASONS = ("max_tokens", "stop_sequence", "context_window", "constraint")
+from .stopping import STOP_REASONS as STOP_REASONS
+from .stopping import StopCheck
 
 
 @dataclass
@@ -112,54 +118,45 @@ def decode_n_tokens(model, seq: torch.Tensor, start: int, n: int,
 
 # --- one call's rows ------------------------------------------------------------------
 @dataclass
-class _Row:
+class _Row(WindowedRow):
     """One prompt's progress: its ids, what it generated and why it stopped."""
 
-    prompt_ids: list[int]
+    prompt: list[int]                            # the prompt's ids
     where: str                                   # " (prompt b of the batch)" or ""
-    ids: list[int] = field(default_factory=list)
+    max_new: int = 0                             # max_new_tokens
+    new: list[int] = field(default_factory=list)  # the generated ids
     logprobs: list[float] = field(default_factory=list)
     text: str = ""
     reason: str | None = None
     state: object = FREE                         # the constraint's state (FREE: none)
     context: list[int] = field(default_factory=list)  # what its context window holds
-    window_from: int = 0                         # len(ids) when this window began
+    window_from: int = 0                         # len(new) when this window began
     budget: int = 0                              # tokens this window may add
 
 
 class _Batch:
     """Every row of one ``generate`` call, and the choice of each step's tokens."""
 
-    def __init__(self, tok, encoded, max_new_tokens, sampler: Sampler, batched: bool):
-        self.tok, self.max_new_tokens, self.sampler = tok, max_new_tokens, sampler
-        self.stops = sampler.config.stop
-        self.max_stop = max((len(s) for s in self.stops), default=0)
+    def __init__(self, tok, prompt, encoded, max_new_tokens, sampler: Sampler):
+        self.tok, self.sampler = tok, sampler
+        self.stop = StopCheck.for_sampler(sampler, max_new_tokens)
         c = sampler.constraint
-        self.rows = [_Row(list(e), f" (prompt {b} of the batch)" if batched else "",
-                          state=FREE if c is None else c.start()) for b, e in enumerate(encoded)]
-        for r in self.rows:
-            r.context = list(r.prompt_ids)
-            r.reason = None if max_new_tokens > 0 else "max_tokens"
+        self.rows = [_Row(list(e), where, max_new_tokens, state=FREE if c is None else c.start(),
+                          context=list(e)) for e, where in zip(encoded, prompt_labels(prompt))]
         self.seq = self.cache = self.generator = None
 
     @property
     def done(self) -> bool:
         return all(r.reason is not None for r in self.rows)
 
-    def open_window(self, block: int, slide: bool) -> int:
-        """Set each row's context and budget for the next window; the steps it needs."""
-        for r in self.rows:
-            n = len(r.prompt_ids) + len(r.ids)                # the text's length so far
-            if r.reason is None:
-                end = window_end(n, block) if slide else block
-                if slide:
-                    r.context = (r.prompt_ids + r.ids)[window_start(n, block):]
-                r.budget = min(self.max_new_tokens - len(r.ids), end - n)
-                if r.budget == 0:                             # a full window, no room left
-                    r.reason = "context_window"
-            if r.reason is not None:
+    def start_window(self, windows: list[Window | None]) -> int:
+        """Set each row's context and budget for this window; the steps it needs."""
+        for r, w in zip(self.rows, windows):
+            if w is None:
                 r.context, r.budget = r.context[-1:], 0       # a finished row holds a slot
-            r.window_from = len(r.ids)
+            else:
+                r.context, r.budget = r.context_of(w), w.budget
+            r.window_from = len(r.new)
         return max(r.budget for r in self.rows)
 
     def window_tensor(self, steps: int, device) -> tuple[torch.Tensor, torch.Tensor, int]:
@@ -191,26 +188,14 @@ class _Batch:
         return self.done
 
     def _record(self, r: _Row, t: int, lp: float) -> None:
-        r.ids.append(t)
+        r.new.append(t)
         r.logprobs.append(lp)
         r.text += self.tok.chars[t]
         c = self.sampler.constraint
         if c is not None:
             r.state = c.advance(r.state, t)
-        tail = r.text[-self.max_stop:] if self.max_stop else ""
-        if self.stops and any(tail.endswith(s) for s in self.stops):
-            r.reason = "stop_sequence"
-        elif c is not None and c.is_accepting(r.state) and not c.can_continue(r.state):
-            r.reason = "constraint"
-        elif len(r.ids) == self.max_new_tokens:
-            r.reason = "max_tokens"
-        elif len(r.ids) - r.window_from == r.budget:
-            r.reason = "window_full"  # its window is full: stop or slide (close_window)
-
-    def close_window(self, slide: bool) -> None:
-        for r in self.rows:
-            if r.reason == "window_full":
-                r.reason = None if slide else "context_window"
+        r.reason = self.stop.reason(r.text, len(r.new), r.state,
+                                    r.budget - (len(r.new) - r.window_from))
 
 
 @dataclass
@@ -230,21 +215,29 @@ class _Clock:
         self.steps += steps
 
 
-def _run_window(model, batch: _Batch, steps: int, use_cache: bool, clock: _Clock) -> None:
-    """Prefill one window's contexts and decode up to ``steps`` tokens per row on a cache."""
+def _run_window(model, batch: _Batch, steps: int, use_cache: bool, clock: _Clock,
+                prefix: PrefixCache | None = None) -> None:
+    """Prefill one window's contexts and decode up to ``steps`` tokens per row on a cache:
+    a fresh one, or the ``prefix`` cache, which holds the first ``prefix.reused`` slots."""
     device = model_device(model)
     seq, pad, L = batch.window_tensor(steps, device)
-    with model.cache(len(batch.rows), L + steps, pad) as cache:
+    first = 0 if prefix is None else prefix.reused
+    cache_cm = model.cache(len(batch.rows), L + steps, pad) if prefix is None else nullcontext(
+        prefix.handle)
+    with cache_cm as cache:
         batch.seq, batch.cache = seq, cache
         with Stopwatch(device) as sw_first:
             with Stopwatch(device) as sw_prefill:
-                logits = prefill(model, seq[:, :L].clamp(min=0), torch.arange(L, device=device))
+                logits = prefill(model, seq[:, first:L].clamp(min=0),
+                                 torch.arange(first, L, device=device))
             done = batch.choose(logits, L)
         taken, decode_s = 1, 0.0
         if not done:
             with Stopwatch(device) as sw_decode:
                 taken += decode_n_tokens(model, seq, L + 1, steps - 1, batch.choose, use_cache)
             decode_s = sw_decode.seconds
+    if prefix is not None:  # it holds the prompt and every new token but the last (never fed)
+        prefix.hold(seq[0, : L + taken - 1].tolist())
     clock.add_window(sw_prefill.seconds, sw_first.seconds, decode_s, taken)
 
 
@@ -253,6 +246,7 @@ def _run_window(model, batch: _Batch, steps: int, use_cache: bool, clock: _Clock
 def generate(model, tok, prompt: str | list[str], max_new_tokens: int, *,
              constraint=None, context_overflow: str = "stop", use_cache: bool = True,
              warmup: bool = False, config: DecodingConfig | None = None,
+             prefix_cache: PrefixCache | None = None,
              **settings) -> Generation | list[Generation]:
     """Continue ``prompt`` (a str, or a list of str generated as one batch).
 
@@ -268,35 +262,42 @@ def generate(model, tok, prompt: str | list[str], max_new_tokens: int, *,
     characters its automaton forbids, one state per row; a row stops with reason
     "constraint" once the automaton accepts and cannot continue. ``use_cache=False``
     recomputes the whole context every step; ``warmup=True`` runs a short untimed
-    generation first. Returns a ``Generation`` (a list for a list of prompts).
+    generation first. ``prefix_cache`` (a ``PrefixCache``, one str prompt) decodes on that
+    cache, prefilling only the prompt's tokens after the prefix it holds from earlier calls;
+    the text is the same. Returns a ``Generation`` (a list for a list of prompts).
     """
     cfg = DecodingConfig.from_settings(config, **settings)
     block = model.config.block_size
     encoded = encode_prompts(tok, prompt, block)
     check_max_new_tokens(max_new_tokens)
     cfg.check_stop_characters(tok)
-    if context_overflow not in ("stop", "slide"):
-        raise ValueError(f"context_overflow={context_overflow!r} is invalid: it must be "
-                         "'stop' (end with stop_reason 'context_window') or 'slide'")
+    policy = WindowPolicy(block, check_context_overflow(context_overflow))
     sampler = Sampler(cfg, constraint, model.config.vocab_size)
     device = model_device(model)
+    if prefix_cache is not None:
+        _use_prefix_cache(prefix_cache, prompt, encoded[0], max_new_tokens, policy,
+                          use_cache, warmup)
     if warmup:
         _warm_up(model, encoded[0], device)
-    batch = _Batch(tok, encoded, max_new_tokens, sampler, not isinstance(prompt, str))
+    batch = _Batch(tok, prompt, encoded, max_new_tokens, sampler)
     batch.generator = None if cfg.greedy else cfg.generator(device)
-    slide, clock = context_overflow == "slide", _Clock()
-    while not batch.done:  # one pass per context window (only "slide" needs a second one)
-        steps = batch.open_window(block, slide)
-        if steps == 0:
-            break
-        _run_window(model, batch, steps, use_cache, clock)
-        batch.close_window(slide)
+    clock = _Clock()
+    decode_in_windows(policy, batch.rows, lambda windows: _run_window(
+        model, batch, batch.start_window(windows), use_cache, clock, prefix_cache))
     timings = Timings(clock.prefill_s, clock.ttft, clock.decode_s, clock.steps, len(encoded),
                       str(device))
-    prompts = [prompt] if isinstance(prompt, str) else list(prompt)
-    results = [Generation(p, r.text, r.ids, r.logprobs, r.reason, timings)
-               for p, r in zip(prompts, batch.rows)]
-    return results[0] if isinstance(prompt, str) else results
+    return one_or_list(prompt, [Generation(p, r.text, r.new, r.logprobs, r.reason, timings)
+                                for p, r in zip(as_prompt_list(prompt), batch.rows)])
+
+
+def _use_prefix_cache(prefix: PrefixCache, prompt, ids: list[int], max_new_tokens: int,
+                      policy: WindowPolicy, use_cache: bool, warmup: bool) -> None:
+    """Check that ``prefix`` can serve this call and keep the prefix of ``ids`` it holds."""
+    if not isinstance(prefix, PrefixCache):
+        raise TypeError(f"prefix_cache must be a PrefixCache, got {type(prefix).__name__}")
+    room = policy.window(len(ids), max_new_tokens).budget
+    prefix.check_call(prompt, len(ids) + room - 1, policy.slide, use_cache, warmup)
+    prefix.reuse(ids)
 
 
 def _warm_up(model, ids: list[int], device) -> None:

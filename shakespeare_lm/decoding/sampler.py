@@ -39,7 +39,8 @@ def _stops(stop) -> tuple[str, ...]:
     stops = () if stop is None else (stop,) if isinstance(stop, str) else tuple(stop)
     for s in stops:
         if not isinstance(s, str) or not s:
-            raise ValueError(f"stop={stop!r} is invalid: every stop sequence must be a non-empty str")
+            raise ValueError(f"stop={stop!r} is invalid: every stop sequence must be a "
+                             "non-empty str")
     return stops
 
 
@@ -143,7 +144,8 @@ def history_tensor(histories: Sequence[Sequence[int]], device) -> torch.Tensor:
 class Sampler:
     """(logits (R, V), history (R, H), constraint states) -> distribution (R, V) or tokens (R,).
 
-    ``constraint`` (see ``shakespeare_lm.decoding.automata``) is checked against ``vocab_size`` once.
+    ``constraint`` (see ``shakespeare_lm.decoding.automata``) is checked against
+    ``vocab_size`` once.
     ``states``: one automaton state per row, or ``FREE`` for a row that is not masked.
     """
 

@@ -2,10 +2,10 @@
 
 ``teacher_forced_logits`` is the one place where the model reads a known text: for each
 (context ids, text ids) pair it returns the logits of every character of the text given
-what precedes it; ``next_token_logits`` gives the logits after each context. Everything that scores text uses it: ``char_logprobs`` (texts of any
-length, in the windows of ``shakespeare_lm.decoding.context_window``), ``score_continuations``,
-constrained decoding's exact distributions, beam search's naive and prefix scorers, and
-chapter 3's explorer.
+what precedes it; ``next_token_logits`` gives the logits after each context. Everything that
+scores text uses it: ``char_logprobs`` (texts of any length, in the windows of
+``shakespeare_lm.decoding.context_window``), ``score_continuations``, constrained decoding's
+exact distributions, beam search's naive and prefix scorers, and chapter 3's explorer.
 
 The mean log-probability per character, in nats, is <= 0; ``nats_per_char`` is its
 negation, as in ``Generation.nats_per_char``.
@@ -119,7 +119,8 @@ def char_logprobs(model, tok, prompts: Sequence[str], continuations: Sequence[st
                          "give one continuation per prompt")
     empty = [i for i, p in enumerate(prompts) if not p]
     if empty:
-        raise ValueError(f"prompt {empty[0]} is empty: the first character has no context to be scored in")
+        raise ValueError(f"prompt {empty[0]} is empty: the first character has no context "
+                         "to be scored in")
     texts = [tok.encode(p + c) for p, c in zip(prompts, continuations)]
     windows = _windows(texts, [len(p) for p in prompts], model.config.block_size)
     out = [[] for _ in prompts]

@@ -19,8 +19,8 @@ Noise: the cases run round-robin (each repeat visits every case, in a rotated or
 one untimed warm-up of each), and each figure is the median of the repeats with its min-max
 spread. A ratio is the median of the per-repeat (paired) ratios, with their range beside
 it, and is flagged as untrustworthy when the 95% interval of that median (the range itself
-for up to 8 repeats) is wider than 30% of it (``timing.paired_ratio``). Both sides use the same ``torch.set_num_threads`` (1 by
-default; ``--threads``).
+for up to 8 repeats) is wider than 30% of it (``timing.paired_ratio``). Both sides use the
+same ``torch.set_num_threads`` (1 by default; ``--threads``).
 
 The prompt plus the generated text must fit the 256-character window (transformers cannot
 slide it), and transformers' prompt lookup fails (IndexError) when its proposals would run
@@ -41,13 +41,8 @@ from dataclasses import dataclass, field
 import torch
 
 from ..decoding.generate import generate
-from ..speculative import (
-    BENCH_PROMPT,
-    HeadsDraft,
-    NGramDraft,
-    PromptLookupDraft,
-    speculative_decode,
-)
+from ..speculative import (BENCH_PROMPT, HeadsDraft, NGramDraft, PromptLookupDraft,
+                           speculative_decode)
 from ..speculative.benchmark import NGRAM_ORDERS
 from ..speculative.heads import HEADS_FILE, load_heads
 from ..timing import interleaved, paired_ratio, relative_spread, write_json
@@ -307,8 +302,9 @@ def _run(args) -> dict:
             same = {c.key: c.ids == by_key[f"plain b1 {t} ours"].ids for c in cases
                     if c.temperature == 0}
             results["checks"]["greedy_identical"] = same
+            differs = [k for k, v in same.items() if not v]
             print(f"   greedy text identical in every T=0 case: {all(same.values())}"
-                  + ("" if all(same.values()) else f" (differs: {[k for k, v in same.items() if not v]})"))
+                  + ("" if all(same.values()) else f" (differs: {differs})"))
         else:
             same = by_key[f"plain b1 {t} ours"].ids == by_key[f"plain b1 {t} transformers"].ids
             results["checks"][f"plain_b1_{t}_same_sample"] = same

@@ -32,20 +32,12 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from ..checks import optional_import
 from ..model import MLP, Block, CausalSelfAttention, Transformer
 
 
 class NotConvertibleError(ValueError):
     """The model differs from GPT-2 in a way ``GPT2LMHeadModel`` cannot express."""
-
-
-def _require_transformers():
-    try:
-        import transformers
-    except ImportError as e:  # pragma: no cover - exercised only without the extra
-        raise ImportError("to_transformers needs the transformers package: "
-                          "pip install 'shakespeare_lm[book]' (or pip install transformers)") from e
-    return transformers
 
 
 def _check_convertible(model) -> float:
@@ -55,7 +47,8 @@ def _check_convertible(model) -> float:
                                   f"got {type(model).__name__}")
     problems = []
     if type(model) is not Transformer:
-        problems.append(f"the model is a subclass ({type(model).__name__}) whose forward may differ")
+        problems.append(f"the model is a subclass ({type(model).__name__}) "
+                        "whose forward may differ")
     if model.lm_head.weight is not model.tok_emb.weight:
         problems.append("lm_head.weight is not tied to tok_emb.weight (GPT2LMHeadModel ties them)")
     if model.lm_head.bias is not None:
@@ -67,7 +60,8 @@ def _check_convertible(model) -> float:
             break
     eps = {ln.eps for ln in norms if isinstance(ln, nn.LayerNorm)}
     if len(eps) > 1:
-        problems.append(f"LayerNorms use different eps {sorted(eps)}; GPT-2 has one layer_norm_epsilon")
+        problems.append(f"LayerNorms use different eps {sorted(eps)}; "
+                        "GPT-2 has one layer_norm_epsilon")
     d = model.config.d_model
     for i, blk in enumerate(model.blocks):
         kinds = (type(blk), type(blk.attn), type(blk.mlp))
@@ -78,7 +72,8 @@ def _check_convertible(model) -> float:
         if any(type(m) is not nn.Linear or m.bias is None for m in lin):
             problems.append(f"block {i}: every projection must be an nn.Linear with a bias")
         if blk.attn.n_head * blk.attn.head_dim != d:
-            problems.append(f"block {i}: {blk.attn.n_head} heads of {blk.attn.head_dim} != d_model {d}")
+            problems.append(f"block {i}: {blk.attn.n_head} heads of {blk.attn.head_dim} "
+                            f"!= d_model {d}")
     if problems:
         raise NotConvertibleError("cannot convert to GPT2LMHeadModel: " + "; ".join(problems))
     return eps.pop()
@@ -86,7 +81,7 @@ def _check_convertible(model) -> float:
 
 def gpt2_config(model: Transformer, attn_implementation: str = "sdpa"):
     """The ``GPT2Config`` equivalent to ``model`` (checked to be convertible first)."""
-    transformers = _require_transformers()
+    transformers = optional_import("transformers", "to_transformers")
     eps = _check_convertible(model)
     cfg = model.config
     inner = model.blocks[0].mlp.fc.out_features if len(model.blocks) else 4 * cfg.d_model
@@ -141,7 +136,7 @@ def to_transformers(model: Transformer, attn_implementation: str = "sdpa"):
     Raises ``NotConvertibleError`` if the model is not a plain GPT-2-shaped ``Transformer``.
     Pass ``attention_mask`` to the result explicitly (see the module docstring).
     """
-    transformers = _require_transformers()
+    transformers = optional_import("transformers", "to_transformers")
     config = gpt2_config(model, attn_implementation)
     p = next(model.parameters())
     hf = transformers.GPT2LMHeadModel(config).to(device=p.device, dtype=p.dtype)

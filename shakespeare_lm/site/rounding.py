@@ -6,8 +6,9 @@ shows those bits: what a page prints, glues into its prose or draws in a figure 
 first, to the precision a reader needs.
 
 * :func:`rounded` rounds floats, numpy scalars and arrays, torch tensors, pandas
-  DataFrames and Series, and any list, tuple or dict of them, to ``digits`` significant digits, and returns plain Python
-  numbers (so a repr reads ``0.58``, never ``np.float64(0.58)``). Integers stay exact.
+  DataFrames and Series, and any list, tuple or dict of them, to ``digits`` significant
+  digits, and returns plain Python numbers (so a repr reads ``0.58``, never
+  ``np.float64(0.58)``). Integers stay exact.
 * :func:`glue` records ``rounded(value)`` under a name in :data:`glued`: the one way a
   chapter puts a number into its prose. The prose shows it with MyST's inline expression
   role, ``{eval}`glued.name``` (or ``{eval}`glued.name(".1f")``` with a format spec).
@@ -28,6 +29,8 @@ import math
 import numbers
 import re
 
+from ..checks import check_count
+
 DIGITS = 4
 MARKUP = re.compile(r"[*_`\[\]<>$\\~]")  # characters that make a glued text Markdown
 
@@ -40,9 +43,7 @@ def _round_float(x: float, digits: int) -> float:
 
 def rounded(value, digits: int = DIGITS):
     """``value`` with every float rounded to ``digits`` significant digits (see module doc)."""
-    if not isinstance(digits, int) or isinstance(digits, bool) or digits < 1:
-        raise ValueError(f"digits={digits!r} is invalid: give a positive integer number of "
-                         "significant digits, such as 4")
+    check_count("digits", digits, 1, hint=" significant digits, such as 4")
     if isinstance(value, bool) or value is None or isinstance(value, str):
         return value
     if isinstance(value, numbers.Integral):

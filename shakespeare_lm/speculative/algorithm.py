@@ -21,15 +21,17 @@ when it is the target's argmax.
 from __future__ import annotations
 
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 
 import torch
 
-from ..decoding.checks import as_prompt_list, check_count, check_max_new_tokens, encode_prompts
-from ..decoding.context_window import window_end, window_start
+from ..decoding.checks import (as_prompt_list, check_context_overflow, check_count,
+                               check_max_new_tokens, encode_prompts, one_or_list)
+from ..decoding.context_window import Window, WindowedRow, WindowPolicy, decode_in_windows
 from ..decoding.generate import Generation, Timings, prefill
 from ..decoding.sampler import FREE, DecodingConfig, Sampler, history_tensor
+from ..decoding.stopping import StopCheck
 from ..model import Transformer
 from ..timing import Stopwatch, model_device
 from .drafts import Draft, as_draft
@@ -199,6 +201,11 @@ class SpeculativeSetup:
     block: int = 0             # the context window of target and draft together
     slide: bool = False        # go on past the window (context_overflow="slide")
 
+    @property
+    def policy(self) -> WindowPolicy:
+        """The context-window policy of ``shakespeare_lm.decoding.context_window``."""
+        return WindowPolicy(self.block, self.slide)
+
 
 def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, verifier: str,
           config: DecodingConfig, constraint=None,
@@ -211,9 +218,7 @@ def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, veri
     check_count("gamma", gamma, 1, hint=" (draft tokens per round)")
     if verifier not in VERIFIERS:
         raise ValueError(f"verifier={verifier!r} is invalid: verifier must be one of {VERIFIERS}")
-    if context_overflow not in ("stop", "slide"):
-        raise ValueError(f"context_overflow={context_overflow!r} is invalid: it must be "
-                         "'stop' (end with stop_reason 'context_window') or 'slide'")
+    slide = check_context_overflow(context_overflow)
     config.check_stop_characters(tok)
     sampler = Sampler(config, constraint, target.config.vocab_size)
     drafter = as_draft(draft, target)
@@ -221,7 +226,6 @@ def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, veri
     if len(ids) > block:
         raise ValueError(f"prompt has {len(ids)} characters but the context window is {block}; "
                          f"keep its last {block} characters (prompt[-{block}:]) or fewer")
-    slide = context_overflow == "slide"
     budget = max_new_tokens if slide else min(max_new_tokens, block - len(ids))
     return SpeculativeSetup(drafter, ids, budget, sampler, model_device(target), block, slide)
 
@@ -252,103 +256,103 @@ class SpeculativeGeneration(Generation):
 
 
 @dataclass
-class _Progress:
+class _Progress(WindowedRow):
     """The text of one speculative decode so far, and why it ended."""
 
-    seq: list[int]
-    ids: list[int]
-    logprobs: list[float]
+    prompt: list[int]
+    max_new: int
+    seq: list[int] = field(default_factory=list)   # the current window's context and text
+    new: list[int] = field(default_factory=list)   # the new ids
+    logprobs: list[float] = field(default_factory=list)
     text: str = ""
     reason: str | None = None
     state: object = FREE
-    window_end: int = 0        # len(ids) at which the current context window is full
+    window_end: int = 0        # len(new) at which the current context window is full
 
-    def open_window(self, su: SpeculativeSetup) -> int:
-        """Set seq to this window's context (``shakespeare_lm.decoding.context_window``) and its end;
-        returns the KV cache slots the window needs."""
-        n = len(su.ids) + len(self.ids)
-        end = su.block
-        if su.slide:
-            self.seq = (su.ids + self.ids)[window_start(n, su.block):]
-            end = window_end(n, su.block)
-        self.window_end = len(self.ids) + min(su.budget - len(self.ids), end - n)
-        return len(self.seq) + self.window_end - len(self.ids)
+    def start_window(self, w: Window) -> int:
+        """Set seq to the context of window ``w`` and note where it ends; returns the KV
+        cache slots the window needs."""
+        self.seq = self.context_of(w)
+        self.window_end = len(self.new) + w.budget
+        return len(self.seq) + w.budget
 
 
-def _emit(progress: _Progress, rnd: Round, tok, sampler: Sampler, budget: int,
-          max_new_tokens: int) -> None:
-    """Append a round's new tokens until one ends the text (stop, constraint, budget)."""
-    c, stops = sampler.constraint, sampler.config.stop
-    max_stop = max((len(s) for s in stops), default=0)
+def _emit(run: _Progress, rnd: Round, tok, stop: StopCheck) -> None:
+    """Append a round's new tokens until one ends the text or fills its window."""
     new = rnd.new_tokens
     logp = torch.log_softmax(rnd.logits[: len(new)].float(), dim=-1)
     logp = logp.gather(-1, torch.tensor(new, device=logp.device)[:, None])[:, 0].tolist()
     for t, lp in zip(new, logp):
-        progress.seq.append(t)
-        progress.ids.append(t)
-        progress.logprobs.append(lp)
-        progress.text += tok.chars[t]
-        if c is not None:
-            progress.state = c.advance(progress.state, t)
-        if stops and any(progress.text[-max_stop:].endswith(s) for s in stops):
-            progress.reason = "stop_sequence"
-        elif c is not None and c.is_accepting(progress.state) and not c.can_continue(progress.state):
-            progress.reason = "constraint"
-        elif len(progress.ids) == budget:
-            progress.reason = "max_tokens" if budget == max_new_tokens else "context_window"
-        elif len(progress.ids) == progress.window_end:
-            progress.reason = "window_full"  # slide: the next window goes on
-        if progress.reason:
+        run.seq.append(t)
+        run.new.append(t)
+        run.logprobs.append(lp)
+        run.text += tok.chars[t]
+        if stop.constraint is not None:
+            run.state = stop.constraint.advance(run.state, t)
+        run.reason = stop.reason(run.text, len(run.new), run.state,
+                                 run.window_end - len(run.new))
+        if run.reason:
             return
 
 
-def _decode_window(target, tok, su: SpeculativeSetup, run: _Progress, gamma: int,
-                   verifier: str, gen: torch.Generator, stats: SpeculativeStats,
-                   max_new_tokens: int) -> float:
-    """Rounds on the caches of one context window until the text ends or the window is
-    full; returns the seconds of its first round."""
-    c, first_s = su.sampler.constraint, None
-    while run.reason is None:
-        g = min(gamma, run.window_end - len(run.ids) - 1)  # never draft past the window
-        if c is not None:
-            su.sampler.allowed([run.state], [run.text])  # raises if nothing is allowed
-        rnd = speculative_round(target, su.drafter, run.seq, g, su.sampler, gen, verifier,
-                                run.state)
-        stats.record(rnd)
-        first_s = rnd.draft_s + rnd.target_s if first_s is None else first_s
-        _emit(run, rnd, tok, su.sampler, su.budget, max_new_tokens)
-    return first_s or 0.0
+class _Decode:
+    """One text's speculative decode: the rounds of each context window, the statistics
+    and the timings, window by window (``run_window`` is ``decode_in_windows``' step)."""
+
+    def __init__(self, target, tok, su: SpeculativeSetup, max_new_tokens: int, gamma: int,
+                 verifier: str, gen: torch.Generator):
+        self.target, self.tok, self.su = target, tok, su
+        self.gamma, self.verifier, self.gen = gamma, verifier, gen
+        self.stats = SpeculativeStats(su.drafter.name, gamma, verifier,
+                                      position_tested=[0] * gamma, position_accepted=[0] * gamma)
+        c = su.sampler.constraint
+        self.run = _Progress(list(su.ids), max_new_tokens, state=FREE if c is None else c.start())
+        self.stop = StopCheck.for_sampler(su.sampler, max_new_tokens)
+        self.prefill_s = self.ttft = 0.0
+
+    def run_window(self, windows: list[Window | None]) -> None:
+        """Prefill both caches with the window's context, then rounds until the text ends or
+        the window is full."""
+        su, run = self.su, self.run
+        slots = run.start_window(windows[0])
+        try:
+            with Stopwatch(su.device) as sw_prefill:
+                prefill_both(self.target, su.drafter, run.seq, slots)
+            self.prefill_s = self.prefill_s or sw_prefill.seconds  # the first window's
+            first_round_s = self._rounds()
+        finally:
+            if self.target.active_cache is not None:
+                self.target.active_cache.close()
+            su.drafter.finish()
+        if not self.ttft and self.stats.target_passes:  # the first round made the first token
+            self.ttft = self.prefill_s + first_round_s
+
+    def _rounds(self) -> float:
+        """Rounds on the caches of one window; returns the seconds of its first round."""
+        su, run, first_s = self.su, self.run, None
+        while run.reason is None:
+            g = min(self.gamma, run.window_end - len(run.new) - 1)  # never draft past the window
+            if su.sampler.constraint is not None:
+                su.sampler.allowed([run.state], [run.text])  # raises if nothing is allowed
+            rnd = speculative_round(self.target, su.drafter, run.seq, g, su.sampler, self.gen,
+                                    self.verifier, run.state)
+            self.stats.record(rnd)
+            first_s = rnd.draft_s + rnd.target_s if first_s is None else first_s
+            _emit(run, rnd, self.tok, self.stop)
+        return first_s or 0.0
 
 
 def _decode_one(target, tok, su: SpeculativeSetup, prompt: str, max_new_tokens: int,
                 gamma: int, verifier: str, gen: torch.Generator) -> SpeculativeGeneration:
     """Rounds, window after window, until the text ends; timings and statistics."""
-    stats = SpeculativeStats(su.drafter.name, gamma, verifier,
-                             position_tested=[0] * gamma, position_accepted=[0] * gamma)
-    c = su.sampler.constraint
-    run = _Progress(list(su.ids), [], [], state=FREE if c is None else c.start())
-    run.reason = None if su.budget else ("max_tokens" if max_new_tokens == 0 else "context_window")
-    prefill_s = ttft = 0.0
+    d = _Decode(target, tok, su, max_new_tokens, gamma, verifier, gen)
     with Stopwatch(su.device) as sw_total:
-        while run.reason is None:
-            slots = run.open_window(su)
-            try:
-                with Stopwatch(su.device) as sw_prefill:
-                    prefill_both(target, su.drafter, run.seq, slots)
-                prefill_s = prefill_s or sw_prefill.seconds  # the first window's
-                first_round_s = _decode_window(target, tok, su, run, gamma, verifier, gen,
-                                               stats, max_new_tokens)
-            finally:
-                if target.active_cache is not None:
-                    target.active_cache.close()
-                su.drafter.finish()
-            if not ttft and stats.target_passes:  # the first round made the first token
-                ttft = prefill_s + first_round_s
-            run.reason = None if run.reason == "window_full" else run.reason
-    timings = Timings(prefill_s, ttft, max(sw_total.seconds - ttft, 0.0),
-                      len(run.ids), 1, str(su.device))
-    return SpeculativeGeneration(prompt, run.text, run.ids, run.logprobs, run.reason, timings,
-                                 stats)
+        decode_in_windows(su.policy, [d.run], d.run_window)
+    run = d.run
+    timings = Timings(d.prefill_s, d.ttft, max(sw_total.seconds - d.ttft, 0.0),
+                      len(run.new), 1, str(su.device))
+    return SpeculativeGeneration(prompt, run.text, run.new, run.logprobs, run.reason, timings,
+                                 d.stats)
 
 
 @torch.no_grad()
@@ -364,9 +368,10 @@ def speculative_decode(target: Transformer, draft, tok, prompt: str | list[str],
     shape both p and q through one ``Sampler``; temperature=0 is greedy and returns exactly
     the target's greedy text. ``verifier="no_residual"`` is a deliberately wrong rule, for
     tests. ``context_overflow="slide"`` goes on past the context window in the windows of
-    ``shakespeare_lm.decoding.context_window``, as ``generate`` does. A list of prompts is decoded one text after another (one generator). Returns a
-    ``SpeculativeGeneration`` (a list for a list of prompts) whose ``.stats`` say what the
-    rounds did. Leviathan et al. 2023, Chen et al. 2023.
+    ``shakespeare_lm.decoding.context_window``, as ``generate`` does. A list of prompts is
+    decoded one text after another (one generator). Returns a ``SpeculativeGeneration`` (a
+    list for a list of prompts) whose ``.stats`` say what the rounds did. Leviathan et al.
+    2023, Chen et al. 2023.
     """
     cfg = DecodingConfig.from_settings(config, **settings)
     prompts = as_prompt_list(prompt)
@@ -375,7 +380,7 @@ def speculative_decode(target: Transformer, draft, tok, prompt: str | list[str],
     gen = cfg.generator(model_device(target))
     out = [_decode_one(target, tok, su, p, max_new_tokens, gamma, verifier, gen)
            for su, p in zip(setups, prompts)]
-    return out[0] if isinstance(prompt, str) else out
+    return one_or_list(prompt, out)
 
 
 @torch.no_grad()

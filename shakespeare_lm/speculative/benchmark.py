@@ -15,14 +15,8 @@ import statistics
 
 from ..decoding.generate import generate
 from ..model import Transformer
-from ..timing import (
-    RATIO_SPREAD_LIMIT,
-    against_baseline,
-    interleaved,
-    model_device,
-    paired_ratio,
-    relative_spread,
-)
+from ..timing import (RATIO_SPREAD_LIMIT, against_baseline, interleaved, model_device, paired_ratio,
+                      relative_spread)
 from .algorithm import speculative_decode
 from .drafts import ModelDraft, NGramDraft, PromptLookupDraft, as_draft
 from .stats import expected_tokens_per_pass

@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 import torch
 
+from ..checks import check_count
 from ..decoding.generate import decode_one_token, prefill
 from ..model import Transformer
 from ..paths import TRAIN_FILE
@@ -123,10 +124,9 @@ class NGramDraft:
     MEMO_LIMIT = 200_000  # remembered distributions; forgotten all at once past this
 
     def __init__(self, tok, order: int = 3, smoothing: float = 1.0, text: str | None = None):
-        if isinstance(order, bool) or not isinstance(order, int) or not 1 <= order <= self.MAX_ORDER:
-            raise ValueError(f"order={order!r} is invalid: order must be an integer in "
-                             f"[1, {self.MAX_ORDER}] (3 is a trigram)")
-        if not isinstance(smoothing, (int, float)) or not smoothing > 0 or not math.isfinite(smoothing):
+        check_count("order", order, 1, self.MAX_ORDER, " (3 is a trigram)")
+        if (not isinstance(smoothing, (int, float)) or not smoothing > 0
+                or not math.isfinite(smoothing)):
             raise ValueError(f"smoothing={smoothing!r} is invalid: smoothing must be a number > 0")
         if text is None:
             text = TRAIN_FILE.read_text(encoding="utf-8")
@@ -202,11 +202,8 @@ class PromptLookupDraft:
     certainty (q is one-hot). No match: no proposal, and the round is a plain decode step."""
 
     def __init__(self, vocab_size: int, max_ngram: int = 8, min_ngram: int = 3):
-        if isinstance(min_ngram, bool) or not isinstance(min_ngram, int) or min_ngram < 1:
-            raise ValueError(f"min_ngram={min_ngram!r} is invalid: it must be an integer >= 1")
-        if isinstance(max_ngram, bool) or not isinstance(max_ngram, int) or max_ngram < min_ngram:
-            raise ValueError(f"max_ngram={max_ngram!r} is invalid: it must be an integer "
-                             f">= min_ngram={min_ngram}")
+        check_count("min_ngram", min_ngram, 1)
+        check_count("max_ngram", max_ngram, min_ngram, hint=f" (min_ngram={min_ngram})")
         if vocab_size > 256:
             raise ValueError(f"vocab_size={vocab_size} is invalid: prompt lookup here searches "
                              "bytes, so at most 256 ids")
@@ -255,7 +252,8 @@ class HeadsDraft:
 
     def __init__(self, heads: DraftHeads, name: str = "heads"):
         if not isinstance(heads, DraftHeads):
-            raise TypeError(f"heads must be DraftHeads (shakespeare_lm.speculative.heads.load_heads(model)), "
+            raise TypeError("heads must be DraftHeads "
+                            "(shakespeare_lm.speculative.heads.load_heads(model)), "
                             f"got {type(heads).__name__}")
         self.heads, self.name = heads, name
         self.logits: dict[int, torch.Tensor] = {}  # n -> (n_heads, V) after the first n ids

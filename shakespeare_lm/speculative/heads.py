@@ -1,4 +1,6 @@
-"""Medusa-style draft heads on the frozen main model: ``python -m shakespeare_lm.speculative.heads --train``.
+"""Medusa-style draft heads on the frozen main model.
+
+Train them with ``python -m shakespeare_lm.speculative.heads --train``.
 
 Head i (i = 1..n) reads the main model's last hidden state h_t (after the final LayerNorm)
 and predicts the character i positions past the next one, x_{t+1+i}, with one residual
@@ -25,6 +27,7 @@ import torch.nn.functional as F
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
+from ..checks import check_count
 from ..corpus import load_heldout, load_train, sha256_file
 from ..model import Transformer
 from ..paths import DATA_DIR, TRAIN_FILE
@@ -39,8 +42,7 @@ class DraftHeads(nn.Module):
 
     def __init__(self, model: Transformer, n_heads: int = 3):
         super().__init__()
-        if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
-            raise ValueError(f"n_heads={n_heads!r} is invalid: it must be an integer >= 1")
+        check_count("n_heads", n_heads, 1)
         C = model.config.d_model
         self.n_heads = n_heads
         self.blocks = nn.ModuleList(nn.Linear(C, C) for _ in range(n_heads))

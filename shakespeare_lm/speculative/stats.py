@@ -64,7 +64,9 @@ class SpeculativeStats:
     @property
     def tokens_per_pass(self) -> float:
         """Tokens emitted per verification pass of the target."""
-        return sum(self.tokens_per_round) / self.target_passes if self.target_passes else float("nan")
+        if not self.target_passes:
+            return float("nan")
+        return sum(self.tokens_per_round) / self.target_passes
 
     @property
     def cost_ratio(self) -> float:

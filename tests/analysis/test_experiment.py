@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+import shakespeare_lm as slm
 from shakespeare_lm.analysis import experiment as E
 from shakespeare_lm.analysis import metrics as M
 from shakespeare_lm.corpus import load_heldout
@@ -36,7 +37,8 @@ def test_heldout_prompts_refuse_bad_arguments(kwargs, needle):
         E.heldout_prompts(PLAY, prompt_chars=20, **kwargs)
 
 
-@pytest.mark.parametrize("setting", [E._s("top-p", 0.9, top_p=0.9), E._s("greedy", None, temperature=0),
+@pytest.mark.parametrize("setting", [E._s("top-p", 0.9, top_p=0.9),
+                                     E._s("greedy", None, temperature=0),
                                      E._s("contrastive", 0.5, num_candidates=3, alpha=0.5),
                                      E._s("beam", 3, beam_width=3)])
 @pytest.mark.parametrize("prompt_lengths", [(5,), (3, 9, 12, 20)])
@@ -64,6 +66,25 @@ def test_generate_long_gives_each_segment_half_a_window_of_context(tok):
     assert seen == [(0, [2, 10], 14), (1, [8, 8], 8), (2, [8], 6)]
 
 
+@pytest.mark.parametrize("prompts", [["ab"], ["ab", "abcdefghij", "KATHARINA:\nNay"]])
+def test_generate_long_walks_the_windows_that_generate_slides_through(tok, prompts):
+    # one loop, one policy: restarting a greedy decoder at each window of generate_long
+    # gives what generate(..., context_overflow="slide") gives
+    model = make_tiny(block_size=16)
+    greedy = E.segment_decoder(model, tok, E._s("greedy", None, temperature=0), seed=0)
+    out = E.generate_long(greedy, prompts, 40, 16)
+    slid = slm.generate(model, tok, prompts, 40, temperature=0, context_overflow="slide")
+    for (c, lp), g in zip(out, slid):
+        assert c == g.text and len(c) == 40
+        assert lp == pytest.approx(g.logprobs, abs=1e-5)
+
+
+def test_generate_long_checks_what_the_decoder_returns(tok):
+    with pytest.raises(RuntimeError, match="returned 3 characters for prompt 1, fewer than the 6"):
+        E.generate_long(lambda contexts, n, segment: [("x" * n, [0.0] * n), ("xyz", [0.0] * 3)],
+                        ["abcdefghijklmn", "abcdefghij"], 20, 16)
+
+
 SETTINGS = [E._s("temperature", 1.0, temperature=1.0), E._s("min-p", 0.2, min_p=0.2),
             E._s("greedy", None, temperature=0)]
 
@@ -74,8 +95,10 @@ def _prompts():
 
 def test_run_experiment_caches_and_regenerates_identically(tok, tmp_path):
     model = make_tiny(block_size=32)
-    fresh = E.run_experiment(model, tok, SETTINGS, _prompts(), 40, cache_dir=tmp_path, progress=False, workers=1)
-    cached = E.run_experiment(model, tok, SETTINGS, _prompts(), 40, cache_dir=tmp_path, progress=False, workers=1)
+    fresh = E.run_experiment(model, tok, SETTINGS, _prompts(), 40, cache_dir=tmp_path,
+                             progress=False, workers=1)
+    cached = E.run_experiment(model, tok, SETTINGS, _prompts(), 40, cache_dir=tmp_path,
+                              progress=False, workers=1)
     forced = E.run_experiment(model, tok, SETTINGS, _prompts(), 40, cache_dir=tmp_path,
                               progress=False, workers=1, force=True)
     assert not fresh.from_cache and cached.from_cache and not forced.from_cache
@@ -83,7 +106,8 @@ def test_run_experiment_caches_and_regenerates_identically(tok, tmp_path):
     for other in (cached, forced):
         assert other.texts == fresh.texts
         for lab in fresh.logprobs:
-            assert all(np.array_equal(a, b) for a, b in zip(fresh.logprobs[lab], other.logprobs[lab]))
+            assert all(np.array_equal(a, b)
+                       for a, b in zip(fresh.logprobs[lab], other.logprobs[lab]))
     assert fresh.texts[E.Results.REFERENCE] == [p.reference for p in _prompts()]
 
 
@@ -99,7 +123,8 @@ def test_cache_key_changes_with_the_weights_and_the_settings(tok, tmp_path):
 
 def test_summary_reports_the_metrics_of_each_setting(tok):
     model = make_tiny(block_size=32)
-    res = E.run_experiment(model, tok, SETTINGS, _prompts(), 40, cache_dir=None, progress=False, workers=1)
+    res = E.run_experiment(model, tok, SETTINGS, _prompts(), 40, cache_dir=None,
+                           progress=False, workers=1)
     vocab = M.vocabulary(PLAY)
     rows = {r["label"]: r for r in res.table(vocab)}
     assert list(rows) == ["temperature 1", "min-p 0.2", "greedy", E.Results.REFERENCE]
@@ -109,7 +134,8 @@ def test_summary_reports_the_metrics_of_each_setting(tok):
     assert rows["greedy"]["nats_per_char"] == pytest.approx(M.nats_per_char(lps))
     for key, fn in (("repeated_trigrams", M.repeated_trigram_share),
                     ("real_words", lambda t: M.real_word_share(t, vocab))):
-        assert rows["temperature 1"][key] == pytest.approx(fn(res.texts["temperature 1"]), nan_ok=True)
+        assert rows["temperature 1"][key] == pytest.approx(fn(res.texts["temperature 1"]),
+                                                           nan_ok=True)
 
 
 def test_two_worker_processes_give_the_same_results_as_one(tok):
@@ -152,7 +178,8 @@ def test_committed_results_are_found_first_and_validated(tok, tmp_path):
     fresh = E.run_experiment(model, tok, **run, cache_dir=None, results_dir=None)
     committed = tmp_path / "committed"
     E._save(committed / E._file_name(fresh.key), fresh)
-    loaded = E.run_experiment(model, tok, **run, cache_dir=tmp_path / "cache", results_dir=committed)
+    loaded = E.run_experiment(model, tok, **run, cache_dir=tmp_path / "cache",
+                              results_dir=committed)
     assert loaded.from_cache and loaded.path.parent == committed
     assert loaded.texts == fresh.texts and not (tmp_path / "cache").exists()
     # a committed file whose contents are not this run's is an error, not a silent result
@@ -171,13 +198,12 @@ def test_committed_results_are_found_first_and_validated(tok, tmp_path):
 def test_committed_book_runs_match_a_regeneration():
     """The committed results of the shipped model are what the procedure generates: two
     settings of the grid (one sampled, one greedy) are regenerated and compared."""
-    import shakespeare_lm as slm
-
     model, tok = slm.load_pretrained()
     for settings in E.BOOK_RUNS.values():
         res = E.run_experiment(model, tok, settings, cache_dir=None, progress=False)
         assert res.from_cache and res.path.parent == E.RESULTS_DIR, \
-            "no committed results for the shipped weights: python -m shakespeare_lm.analysis.experiment --data"
+            ("no committed results for the shipped weights: "
+             "python -m shakespeare_lm.analysis.experiment --data")
     grid = E.run_experiment(model, tok, cache_dir=None, progress=False)
     picked = [grid.setting("top-p 0.9"), grid.setting("greedy")]
     again = E.run_experiment(model, tok, picked, cache_dir=None, results_dir=None,

@@ -91,7 +91,8 @@ def test_window_start_gives_every_character_a_context_inside_the_window(block):
 @pytest.mark.parametrize("batch_size", [1, 3, 64])
 def test_char_logprobs_inside_the_window_equal_one_full_pass(tok, batch_size):
     model = make_tiny()
-    prompts, conts = ["KATHARINA:\n", "O", "BIANCA:\nGood sister"], ["Moved!", "h, no", ", wrong me not"]
+    prompts = ["KATHARINA:\n", "O", "BIANCA:\nGood sister"]
+    conts = ["Moved!", "h, no", ", wrong me not"]
     got = M.char_logprobs(model, tok, prompts, conts, batch_size=batch_size)
     for p, c, lp in zip(prompts, conts, got):
         ids = torch.tensor([tok.encode(p + c)])

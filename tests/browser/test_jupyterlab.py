@@ -250,7 +250,8 @@ def _figure_count(nb: dict) -> int:
         for out in cell.get("outputs", []):
             data = out.get("data", {})
             vega = ("application/vnd.vegalite.", "application/vnd.vega.")
-            if any(mime.startswith(vega) for mime in data) or "kernel-free-figure" in "".join(data.get("text/html", "")):
+            html = "".join(data.get("text/html", ""))
+            if any(mime.startswith(vega) for mime in data) or "kernel-free-figure" in html:
                 count += 1
     return count
 

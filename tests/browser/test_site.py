@@ -142,7 +142,8 @@ def test_page_loads_offline_without_errors(browser, site_url, path):
             typeset_math(page)
             assert page.locator("mjx-container").count() >= page.locator(".math").count() // 2
             assert page.locator("mjx-merror").count() == 0, "a formula failed to typeset"
-        broken = page.evaluate("Array.from(document.images).filter(i => !(i.complete && i.naturalWidth > 0))"
+        broken = page.evaluate("Array.from(document.images)"
+                               ".filter(i => !(i.complete && i.naturalWidth > 0))"
                                ".map(i => i.src)")
         assert broken == [], f"images that did not load: {broken}"
         views = page.locator("script[type='application/vnd.jupyter.widget-view+json']").count()

@@ -5,17 +5,9 @@ import pytest
 import torch
 
 import shakespeare_lm as slm
-from shakespeare_lm.decoding.beam import (
-    beam_core,
-    bench_beam_vs_naive,
-    cat_dog_example,
-    exact_core,
-    exact_search,
-    length_penalty,
-    naive_beam_search,
-    prefix_step,
-    table_logprobs,
-)
+from shakespeare_lm.decoding.beam import (beam_core, bench_beam_vs_naive, cat_dog_example,
+                                          exact_core, exact_search, length_penalty,
+                                          naive_beam_search, prefix_step, table_logprobs)
 
 from ..conftest import make_tiny
 

@@ -9,18 +9,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import shakespeare_lm as slm
-from shakespeare_lm.decoding.constrained import (
-    BracketListConstraint,
-    ChoiceConstraint,
-    ConstraintError,
-    RegexConstraint,
-    completion_logprobs,
-    completions,
-    exact_distributions,
-    first_completion,
-    rejection_sample,
-    total_variation,
-)
+from shakespeare_lm.decoding.constrained import (BracketListConstraint, ChoiceConstraint,
+                                                 ConstraintError, RegexConstraint,
+                                                 completion_logprobs, completions,
+                                                 exact_distributions, first_completion,
+                                                 rejection_sample, total_variation)
 from shakespeare_lm.decoding.generate import STOP_REASONS
 
 from ..conftest import make_tiny

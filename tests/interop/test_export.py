@@ -1,5 +1,6 @@
-"""The ONNX graphs of ``python -m shakespeare_lm.interop.export`` compute what the PyTorch models do:
-the same logits on held-out text, with and without a cache, and the same greedy text."""
+"""The ONNX graphs of ``python -m shakespeare_lm.interop.export`` compute what the PyTorch
+models do: the same logits on held-out text, with and without a cache, and the same greedy
+text."""
 
 import numpy as np
 import pytest

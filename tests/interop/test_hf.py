@@ -106,7 +106,8 @@ def test_eager_attention_is_close_not_equal(main_pair, heldout):
 def test_random_tiny_model_bit_identical():
     model = slm.make_model("tiny", seed=1)
     hf = to_transformers(model)
-    idx = torch.randint(0, model.config.vocab_size, (3, 40), generator=torch.Generator().manual_seed(0))
+    idx = torch.randint(0, model.config.vocab_size, (3, 40),
+                        generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert torch.equal(model(idx), hf(**hf_inputs(idx)).logits)
 

@@ -47,7 +47,7 @@ def test_glue_names_and_formats_are_checked_with_clear_errors():
     with pytest.raises(ValueError, match="Python identifier"):
         glue("not a name", 1.0)
     with pytest.raises(AttributeError, match="nothing is glued as 't_never'"):
-        Glued().t_never
+        _ = Glued().t_never
     glue("t_text", "abc")
     with pytest.raises(ValueError, match="not a number"):
         glued.t_text(".2f")

@@ -40,19 +40,21 @@ def native_env(cache_dir: Path) -> dict[str, str]:
 
 
 def start_native_compare() -> tuple[subprocess.Popen, Path]:
-    """Start ``python -m shakespeare_lm.site.book compare`` on every chapter, in the background, under
-    the native environment, with an empty chapter-4 cache; its report goes to a file."""
+    """Start ``python -m shakespeare_lm.site.book compare`` on every chapter, in the
+    background, under the native environment, with an empty chapter-4 cache; its report goes
+    to a file."""
     work = Path(tempfile.mkdtemp(prefix="portable-outputs-"))
-    log = open(work / "report.txt", "w")
-    proc = subprocess.Popen([sys.executable, "-m", "shakespeare_lm.site.book", "compare",
-                             *map(str, NOTEBOOKS)], env=native_env(work / "cache"), cwd=ROOT,
-                            stdout=log, stderr=subprocess.STDOUT, text=True)
-    log.close()
+    # the child keeps its own copy of the file descriptor: ours closes when Popen returns
+    with open(work / "report.txt", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "shakespeare_lm.site.book", "compare",
+                                 *map(str, NOTEBOOKS)], env=native_env(work / "cache"), cwd=ROOT,
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
     return proc, work
 
 
 def test_numbers_agree_up_to_one_unit_in_the_last_shown_digit():
-    assert numbers_agree("p = 0.5322, 1,234 tokens, 4.3e-06", "p = 0.5323, 1,235 tokens, 4.4e-06") is None
+    assert numbers_agree("p = 0.5322, 1,234 tokens, 4.3e-06",
+                         "p = 0.5323, 1,235 tokens, 4.4e-06") is None
     assert numbers_agree("0.9999", "1.000") is None
     assert "more than one unit" in numbers_agree("0.5322336554527283", "0.5322335362434387")
     assert "more than one unit" in numbers_agree("4.3e-06", "4.5e-06")

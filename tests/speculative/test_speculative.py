@@ -49,13 +49,30 @@ def test_top_k_1_truncates_both_p_and_q_so_sampling_is_greedy(tiny, tok, draft_m
     assert fast.ids == plain.ids
 
 
-def test_greedy_speculative_stops_like_generate_at_stop_and_context_window(tiny, tok, draft_model):
+def test_greedy_speculative_stops_like_generate_at_stop_and_context_window(tiny, tok,
+                                                                          draft_model):
     free = slm.generate(tiny, tok, "KATHARINA:\n", 30, temperature=0).text
-    for prompt, n, stop in [("KATHARINA:\n", 60, free[10:13]), ("x" * 120, 50, None)]:
+    for prompt, n, stop, reason in [("KATHARINA:\n", 60, free[10:13], "stop_sequence"),
+                                    ("x" * 120, 50, None, "context_window"),
+                                    ("x" * 120, 8, None, "max_tokens"),   # the last slot
+                                    ("x" * 128, 8, None, "context_window"),
+                                    ("x" * 128, 0, None, "max_tokens")]:
         plain = slm.generate(tiny, tok, prompt, n, temperature=0, stop=stop)
-        fast = slm.speculative_decode(tiny, draft_model, tok, prompt, n, 4, temperature=0, stop=stop)
+        fast = slm.speculative_decode(tiny, draft_model, tok, prompt, n, 4, temperature=0,
+                                      stop=stop)
         assert (fast.text, fast.stop_reason) == (plain.text, plain.stop_reason)
-        assert fast.stop_reason in ("stop_sequence", "context_window")
+        assert fast.stop_reason == reason
+
+
+def test_speculative_and_generate_name_the_same_reason_when_two_hold(tiny, tok, draft_model):
+    # the constraint's completion ends with the stop sequence: both say "stop_sequence"
+    c = slm.ChoiceConstraint(["K:\n"], tok)
+    plain = slm.generate(tiny, tok, "P:\nNay.\n\n", 10, temperature=0, constraint=c,
+                         stop=":\n")
+    fast = slm.speculative_decode(tiny, draft_model, tok, "P:\nNay.\n\n", 10, 4,
+                                  temperature=0, constraint=c, stop=":\n")
+    assert (fast.text, fast.stop_reason) == (plain.text, plain.stop_reason)
+    assert plain.stop_reason == "stop_sequence"
 
 
 @pytest.mark.parametrize("gamma", [1, 4])
@@ -280,7 +297,8 @@ def test_bench_keep_stats_gives_each_row_the_stats_of_its_run(tiny, tok, draft_m
     lambda tok: slm.RegexConstraint(r"[A-Z]+:\n[a-z ]{3,12}\.", tok),
     lambda tok: slm.ChoiceConstraint(["PETRUCHIO", "KATHARINA", "BIANCA"], tok),
 ])
-def test_greedy_speculative_with_a_constraint_equals_constrained_generate(tiny, tok, draft_model, make):
+def test_greedy_speculative_with_a_constraint_equals_constrained_generate(tiny, tok, draft_model,
+                                                                          make):
     constraint = make(tok)
     plain = slm.generate(tiny, tok, "KATHARINA:\n", 40, temperature=0, constraint=constraint)
     fast = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 40, 3,
