@@ -40,15 +40,12 @@ from ..decoding.sampler import DecodingConfig
 from ..paths import ROOT
 from ..timing import benchmark
 from ..weights import load_pretrained
+from . import style
 
-# Okabe & Ito (2008): colours told apart under every common colour-vision deficiency.
-# The one place for the look; swap for a shared style.PALETTE when the package has one.
-PALETTE = {
-    "black": "#000000", "orange": "#E69F00", "sky": "#56B4E9", "green": "#009E73",
-    "yellow": "#F0E442", "blue": "#0072B2", "vermillion": "#D55E00",
-    "purple": "#CC79A7", "grey": "#8C8C8C", "pale": "#F2F2F2", "text": "#1A1A1A",
-    "muted": "#595959",
-}
+# the book's colours (style.py: Okabe and Ito's, told apart under every common
+# colour-vision deficiency, and its greys), by the names the drawings use
+COLOUR = {**style.COLOURS, "grey": style.GREY, "pale": style.PALE, "text": style.INK,
+          "muted": style.FAINT_INK}
 TEXT = {"family": ["DejaVu Sans", "sans-serif"],
         "mono": ["DejaVu Sans Mono", "monospace"],
         "size": 12.5, "small": 11.5, "large": 14.5}
@@ -57,7 +54,7 @@ WIDTH_PX = 740
 OUT_DIR = ROOT / "notebooks" / "diagrams"  # beside the chapters, which JupyterLab serves
 SVG_RC = {"svg.hashsalt": "shakespeare_lm.site.diagrams", "svg.fonttype": "none",
           "font.family": TEXT["family"], "font.size": TEXT["size"],
-          "text.color": PALETTE["text"], "hatch.linewidth": 0.8}
+          "text.color": COLOUR["text"], "hatch.linewidth": 0.8}
 VISIBLE = {" ": "\u2423", "\n": "\u21b5"}   # space: open box; newline: return arrow
 
 
@@ -90,7 +87,7 @@ class Canvas:
     def text(self, x, y, s, *, size="size", ha="center", va="center", **kw):
         self.ax.text(x, y, s, fontsize=TEXT[size], ha=ha, va=va, **kw)
 
-    def box(self, x, y, w, h, *, fc="white", ec=PALETTE["black"], lw=1.2, ls="-",
+    def box(self, x, y, w, h, *, fc="white", ec=COLOUR["black"], lw=1.2, ls="-",
             radius=6.0):
         """A rounded box centred on (x, y), w x h pixels."""
         style = f"round,pad=0,rounding_size={radius}"
@@ -101,12 +98,12 @@ class Canvas:
         """A plain rectangle from its top-left corner (x0, y0)."""
         self.ax.add_patch(Rectangle((x0, y0), w, h, **kw))
 
-    def arrow(self, start, end, *, colour=PALETTE["black"], lw=1.3):
+    def arrow(self, start, end, *, colour=COLOUR["black"], lw=1.3):
         self.ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>",
                                           mutation_scale=13, color=colour, lw=lw,
                                           shrinkA=0, shrinkB=0))
 
-    def line(self, xs, ys, *, colour=PALETTE["black"], lw=1.2, ls="-", zorder=1):
+    def line(self, xs, ys, *, colour=COLOUR["black"], lw=1.2, ls="-", zorder=1):
         self.ax.plot(xs, ys, color=colour, lw=lw, ls=ls, solid_capstyle="butt",
                      zorder=zorder)
 
@@ -218,10 +215,10 @@ def beam_tree(model, tok, prompt: str = BEAM_PROMPT, beam_width: int = 2,
 def node_style(node: TreeNode) -> tuple[str, float, object]:
     """(edge colour, line width, line style) of a node and the edge into it."""
     if node.winner:
-        return PALETTE["vermillion"], 2.4, "-"
+        return COLOUR["vermillion"], 2.4, "-"
     if node.kept:
-        return PALETTE["blue"], 1.5, "-"
-    return PALETTE["grey"], 1.0, (0, (3, 2))
+        return COLOUR["blue"], 1.5, "-"
+    return COLOUR["grey"], 1.0, (0, (3, 2))
 
 
 def beam_tree_figure(tree: BeamTree) -> Canvas:
@@ -234,7 +231,7 @@ def beam_tree_figure(tree: BeamTree) -> Canvas:
         pos.append([(x, y0 + i * spacing) for i in range(len(column))])
         c.text(x, 24, f"step {t + 1}", weight="bold")
     c.text(88, 24, "prompt", weight="bold")
-    c.box(*pos[0][0], 150, 34, fc=PALETTE["pale"])
+    c.box(*pos[0][0], 150, 34, fc=COLOUR["pale"])
     c.text(*pos[0][0], "\u2026" + visible(tree.prompt[-11:]), family=TEXT["mono"])
     for t, column in enumerate(tree.columns):
         for (x, y), node in zip(pos[t + 1], column):
@@ -242,9 +239,9 @@ def beam_tree_figure(tree: BeamTree) -> Canvas:
             colour, lw, ls = node_style(node)
             c.line([px + (75 if t == 0 else NODE_W / 2), x - NODE_W / 2], [py, y],
                    colour=colour, lw=lw if node.kept else 0.9, ls=ls)
-            fill = tint(PALETTE["sky"], 0.35) if node.kept else "white"
+            fill = tint(COLOUR["sky"], 0.35) if node.kept else "white"
             c.box(x, y, NODE_W, 32, fc=fill, ec=colour, lw=lw, ls=ls)
-            shade = PALETTE["text"] if node.kept else PALETTE["muted"]
+            shade = COLOUR["text"] if node.kept else COLOUR["muted"]
             c.text(x - 29, y, visible(node.char), size="large", weight="bold",
                    color=shade, family=TEXT["mono"])
             c.text(x + 11, y, signed(node.logprob, 3), color=shade)
@@ -255,9 +252,9 @@ def beam_tree_figure(tree: BeamTree) -> Canvas:
 def beam_tree_legend(c: Canvas, tree: BeamTree, y: float) -> None:
     """The key to the colours, and the two answers."""
     c.legend(40, y, [
-        ("kept in the beam", tint(PALETTE["sky"], 0.35), PALETTE["blue"], "-", None),
-        ("pruned", "white", PALETTE["grey"], (0, (3, 2)), None),
-        ("path of the best beam", "white", PALETTE["vermillion"], "-", None)])
+        ("kept in the beam", tint(COLOUR["sky"], 0.35), COLOUR["blue"], "-", None),
+        ("pruned", "white", COLOUR["grey"], (0, (3, 2)), None),
+        ("path of the best beam", "white", COLOUR["vermillion"], "-", None)])
     (best, best_lp), (greedy, greedy_lp) = tree.best, tree.greedy
     width = tree.beam_width
     c.text(40, y + 30, f"Numbers: log-probability of the prefix given the prompt. "
@@ -291,8 +288,8 @@ def flow_box(c: Canvas, x: float, y: float, title: str, lines: list[str], *,
              loop: bool = True, h: float = 74) -> None:
     """A flowchart step: a bold title over lines of detail; ``loop``: drawn in the
     colours of the per-character loop."""
-    c.box(x, y, 214, h, fc=tint(PALETTE["sky"], 0.18) if loop else "white",
-          ec=PALETTE["blue"] if loop else PALETTE["black"], lw=1.6)
+    c.box(x, y, 214, h, fc=tint(COLOUR["sky"], 0.18) if loop else "white",
+          ec=COLOUR["blue"] if loop else COLOUR["black"], lw=1.6)
     top = y - 9 * len(lines)
     c.text(x, top, title, weight="bold")
     for i, line in enumerate(lines):
@@ -303,10 +300,10 @@ def generation_loop_figure(f: LoopFacts) -> Canvas:
     """Prompt to text: the one-time path (top row) and the per-character loop."""
     c = Canvas(472)
     xs, rows = (124, 370, 616), (58, 196, 318, 430)
-    c.rect(8, 126, 724, 250, fc=tint(PALETTE["sky"], 0.07), ec=PALETTE["blue"], lw=1.0,
+    c.rect(8, 126, 724, 250, fc=tint(COLOUR["sky"], 0.07), ec=COLOUR["blue"], lw=1.0,
            ls=(0, (4, 3)))
     c.text(20, 139, "once per new character", ha="left", size="small",
-           color=PALETTE["blue"], style="italic")
+           color=COLOUR["blue"], style="italic")
     c.text(20, 10, "once per prompt", ha="left", size="small", style="italic", va="top")
     ids = ", ".join(map(str, f.ids[:6]))
     prompt_lines = [visible(line) for line in f.prompt.splitlines(keepends=True)]
@@ -339,7 +336,7 @@ def generation_loop_figure(f: LoopFacts) -> Canvas:
 
 def generation_loop_arrows(c: Canvas, xs, rows) -> None:
     """The edges: right along the top, down, round the loop, out at 'stop? yes'."""
-    half_w, half_h, loop = 107, 37, PALETTE["blue"]
+    half_w, half_h, loop = 107, 37, COLOUR["blue"]
     c.arrow((xs[0] + half_w, rows[0]), (xs[1] - half_w, rows[0]))
     c.arrow((xs[1] + half_w, rows[0]), (xs[2] - half_w, rows[0]))
     c.arrow((xs[2], rows[0] + half_h), (xs[2], rows[1] - half_h))
@@ -361,9 +358,9 @@ def generation_loop_arrows(c: Canvas, xs, rows) -> None:
 
 # --- 3. the KV cache ------------------------------------------------------------------
 KV_PROMPT = "ROMEO:\n"
-NEW = (tint(PALETTE["orange"], 0.6), PALETTE["vermillion"], "-")   # fill, edge, style
-CACHED = (tint(PALETTE["sky"], 0.45), PALETTE["blue"], "-")
-EMPTY = ("white", PALETTE["grey"], (0, (2, 2)))
+NEW = (tint(COLOUR["orange"], 0.6), COLOUR["vermillion"], "-")   # fill, edge, style
+CACHED = (tint(COLOUR["sky"], 0.45), COLOUR["blue"], "-")
+EMPTY = ("white", COLOUR["grey"], (0, (2, 2)))
 
 
 @dataclass(frozen=True)
@@ -396,7 +393,7 @@ def kv_cache_figure(f: KVFacts, spare: int = 2) -> Canvas:
     c.text(x0 - 14, 24, "slot", ha="right", size="small")
     c.text(x0 - 14, 46, "character", ha="right", size="small")
     for j in range(n_slots):
-        c.text(x0 + cell * (j + 0.5), 24, str(j), size="small", color=PALETTE["muted"])
+        c.text(x0 + cell * (j + 0.5), 24, str(j), size="small", color=COLOUR["muted"])
         if j < len(fed):
             c.text(x0 + cell * (j + 0.5), 46, visible(fed[j]), size="large",
                    weight="bold", family=TEXT["mono"])
@@ -429,7 +426,7 @@ def kv_cache_rows(c: Canvas, x0, top, cell, n_slots, before, after) -> None:
 
 def kv_query(c: Canvas, x0, cell, x_end, top, step: int, reads: int) -> None:
     """The step's query (or the prompt's queries), bracketing the slots it reads."""
-    x, colour = x_end + 30, PALETTE["vermillion"]
+    x, colour = x_end + 30, COLOUR["vermillion"]
     c.box(x, top + 13, 38, 26, fc=NEW[0], ec=colour, radius=3)
     c.text(x, top + 13, f"q\u00d7{reads}" if step == 0 else "q", size="small",
            weight="bold")
@@ -596,7 +593,7 @@ def speculative_timeline_figure(f: SpecFacts) -> Canvas:
     c.text(10, target_y, f"target: checks all {f.gamma}", ha="left", size="small")
     for i in range(passes):
         c.box(at.mid(i, i + 1), plain_y, at(1) - at(0) - 3, 28, fc=CACHED[0],
-              ec=PALETTE["blue"], radius=3)
+              ec=COLOUR["blue"], radius=3)
         c.text(at.mid(i, i + 1), plain_y, f"pass {i + 1}", size="small")
     start, emitted = 0.0, 0
     for r, rnd in enumerate(f.rounds):
@@ -605,7 +602,7 @@ def speculative_timeline_figure(f: SpecFacts) -> Canvas:
                size="small", weight="bold")
         start += round_cost
         emitted += rnd.accepted + 1
-        c.line([at(start)] * 2, [draft_y - 50, axis_y], colour=PALETTE["grey"], lw=0.9,
+        c.line([at(start)] * 2, [draft_y - 50, axis_y], colour=COLOUR["grey"], lw=0.9,
                ls=(0, (3, 3)))
     c.text(at(total) + 10, plain_y, f"{passes} characters", ha="left", weight="bold")
     c.text(at(total) + 10, (draft_y + target_y) / 2, f"{emitted} characters", ha="left",
@@ -621,29 +618,29 @@ def spec_round(c: Canvas, at: TimeAxis, f: SpecFacts, rnd: SpecRound, start: flo
     for i, ch in enumerate(rnd.proposals):
         t = start + i * f.draft_cost
         c.box(at.mid(t, t + f.draft_cost), draft_y, at(f.draft_cost) - at(0) - 2, 26,
-              fc=NEW[0], ec=PALETTE["orange"], radius=2)
+              fc=NEW[0], ec=COLOUR["orange"], radius=2)
         c.text(at.mid(t, t + f.draft_cost), draft_y, visible(ch), family=TEXT["mono"])
     v0 = start + f.gamma * f.draft_cost
     v1 = v0 + f.verify_cost
     c.box(at.mid(v0, v1), target_y, at(v1) - at(v0) - 2, 26, fc=CACHED[0],
-          ec=PALETTE["blue"], radius=3)
+          ec=COLOUR["blue"], radius=3)
     c.text(at.mid(v0, v1), target_y, f"1 pass, {f.gamma + 1} positions", size="small")
     cell = (at(v1) - at(v0)) / (f.gamma + 1)
     for i, ch in enumerate(rnd.proposals):
-        mark, colour = (("\u2713", PALETTE["green"]) if i < rnd.accepted else
-                        ("\u2717", PALETTE["vermillion"]) if i == rnd.accepted else
-                        ("\u2013", PALETTE["grey"]))
+        mark, colour = (("\u2713", COLOUR["green"]) if i < rnd.accepted else
+                        ("\u2717", COLOUR["vermillion"]) if i == rnd.accepted else
+                        ("\u2013", COLOUR["grey"]))
         x = at(v0) + cell * (i + 0.5)
         c.text(x, target_y + 28, visible(ch), family=TEXT["mono"],
-               color=PALETTE["text"] if i <= rnd.accepted else PALETTE["grey"])
+               color=COLOUR["text"] if i <= rnd.accepted else COLOUR["grey"])
         c.text(x, target_y + 46, mark, size="large", weight="bold", color=colour)
     bonus = rnd.accepted == len(rnd.proposals)
     if bonus:  # every proposal kept: the pass's last position gives one more token
         x = at(v0) + cell * (len(rnd.proposals) + 0.5)
         c.text(x, target_y + 28, visible(rnd.token), family=TEXT["mono"], weight="bold",
-               color=PALETTE["blue"])
+               color=COLOUR["blue"])
         c.text(x, target_y + 46, "+", size="large", weight="bold",
-               color=PALETTE["blue"])
+               color=COLOUR["blue"])
     kept = visible(rnd.proposals[: rnd.accepted] + rnd.token)
     c.text(at.mid(v0, v1), target_y + 70, f"emits \u2018{kept}\u2019", weight="bold")
     c.text(at.mid(v0, v1), target_y + 88, f"{'bonus' if bonus else 'residual'} draw: "
@@ -665,7 +662,7 @@ def spec_footer(c: Canvas, f: SpecFacts, y: float) -> None:
 # --- 5. static vs continuous batching -------------------------------------------------
 BATCH_SEED, BATCH_REQUESTS, BATCH_ROWS = 7, 7, 3
 REQUEST_COLOURS = ("orange", "sky", "green", "blue", "vermillion", "purple", "yellow")
-IDLE = ("white", PALETTE["grey"], "-", "////")
+IDLE = ("white", COLOUR["grey"], "-", "////")
 
 
 @dataclass(frozen=True)
@@ -747,7 +744,7 @@ def continuous_batching_figure(schedules: list[BatchSchedule]) -> Canvas:
     axis_y = 14 + 150 * len(schedules)
     at.draw(c, axis_y, span, 5,
             "decode step (every busy row feeds one character a step)")
-    blue = PALETTE["blue"]
+    blue = COLOUR["blue"]
     c.legend(10, axis_y + 62, [
         ("reading the prompt", tint(blue, 0.25), blue, "-", None),
         ("generating", tint(blue, 0.6), blue, "-", None), ("idle row", *IDLE)])
@@ -766,7 +763,7 @@ def gantt_rows(c: Canvas, at: TimeAxis, sched: BatchSchedule, top: float) -> Non
         c.rect(at(0), y, at(sched.steps) - at(0), h, fc=IDLE[0], ec=IDLE[1], lw=0.6,
                hatch=IDLE[3])
     for s in sched.stays:
-        colour = PALETTE[REQUEST_COLOURS[s.rid % len(REQUEST_COLOURS)]]
+        colour = COLOUR[REQUEST_COLOURS[s.rid % len(REQUEST_COLOURS)]]
         y = top + pitch * s.row
         c.rect(at(s.start), y, at(s.generating) - at(s.start), h, fc=tint(colour, 0.25),
                ec=colour, lw=1.0)

@@ -9,11 +9,13 @@ from the network.
 
 There are two ways to say what the chart shows for a slider setting:
 
-* ``frames`` (or ``frame_fn``): a chart spec (a plain dict, see
-  ``shakespeare_lm.site.chartspec``) precomputed in Python for every combination of slider
-  values. They become data rows tagged with their frame, and the sliders pick a frame,
-  so the numbers on the page are exactly the package's numbers. Use it when the grid is
-  small.
+* ``frames`` (or ``frame_fn``): an Altair chart, drawn in Python for every combination of
+  slider values (with, if given, the text under it: ``(chart, caption)``). The frames'
+  charts must be alike but for their data and their title: the figure is the first
+  frame's chart, whose data holds every frame's rows, tagged with their frame, and the
+  sliders pick a frame, so the numbers on the page are exactly the package's numbers.
+  A frame is an ordinary chart: show ``frame_fn(...)`` on its own to look at one. Use it
+  when the grid is small.
 * ``vega``: a function that builds the chart from Vega expressions of the slider values
   (``values[name]``, e.g. ``"[0.5, 1, 2][bytes_per_weight]"``), for a grid too large to
   precompute; test the chart against the Python it mirrors (run it in node with vega).
@@ -34,8 +36,9 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, NamedTuple
 
-from . import chartspec, style
+from . import style
 from .rounding import rounded
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -45,11 +48,6 @@ EMBED_OPTIONS = {"actions": {"export": True, "source": False, "compiled": False,
                              "editor": False}}
 _RESERVED = {"datum", "event", "item", "parent", "frame"}
 CAPTION_LINE_PX = 16
-
-
-def static_js(name: str) -> str:
-    """Text of a JavaScript file shipped in ``shakespeare_lm/site/static/``."""
-    return (STATIC_DIR / name).read_text("utf-8")
 
 
 def _js_number(v) -> str | None:
@@ -192,9 +190,142 @@ def pick(items: list, index: str):
     return {"expr": f"{listed}[{index}]"}
 
 
+# --- frames: one Altair chart per slider setting, merged into one view ---------------
+FRAME_FIELD = "_frame"  # the frame a row of data belongs to
+
+
+class Frame(NamedTuple):
+    """What a ``SliderFigure`` shows for one setting of its sliders: an Altair chart (one
+    view or a layer of views) and the text under it."""
+
+    chart: Any
+    caption: str = ""
+
+
+def as_frame(frame) -> Frame:
+    """A frame from what a ``frame_fn`` returns: a chart, or ``(chart, caption)``."""
+    return Frame(*frame) if isinstance(frame, tuple) else Frame(frame)
+
+
+def _slotted(spec, datasets: dict, slots: list):
+    """``spec`` with each data of a view replaced by a reference to the slot
+    ``{"name": "rows_<i>"}``, its rows appended to ``slots`` (in the order the spec names
+    them, which is the same in every frame of one chart)."""
+    if isinstance(spec, list):
+        return [_slotted(v, datasets, slots) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {k: _slotted(v, datasets, slots) for k, v in spec.items() if k != "data"}
+    data = spec.get("data")
+    if isinstance(data, dict) and ("values" in data or data.get("name") in datasets):
+        slots.append(data["values"] if "values" in data else datasets[data["name"]])
+        rest = {k: v for k, v in data.items() if k not in ("name", "values")}
+        out["data"] = {"name": f"rows_{len(slots) - 1}", **rest}
+    elif "data" in spec:
+        out["data"] = data
+    return out
+
+
+def _renamed(spec, names: dict, varying: set):
+    """``spec`` with its datasets renamed (``names``), and a view whose data is one of
+    the ``varying`` ones filtered to the rows of the frame the sliders select."""
+    if isinstance(spec, list):
+        return [_renamed(v, names, varying) for v in spec]
+    if not isinstance(spec, dict):
+        return spec
+    out = {k: _renamed(v, names, varying) for k, v in spec.items()}
+    data = spec.get("data")
+    name = data.get("name") if isinstance(data, dict) else None
+    if name in names:
+        out["data"] = {**out["data"], "name": names[name]}
+    if name in varying:
+        if "mark" not in spec and "layer" not in spec:
+            raise ValueError(f"frames differ in the data of an object with keys "
+                             f"{sorted(spec)}: only the data of a chart or a layer may "
+                             "change from frame to frame")
+        out["transform"] = [{"filter": f"datum.{FRAME_FIELD} == frame"},
+                            *spec.get("transform", [])]
+    return out
+
+
+def _difference(a, b, path: str = "") -> str:
+    """Where two specs first differ, e.g. ``encoding.y.scale.domain``."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            if a.get(k) != b.get(k):
+                return _difference(a.get(k), b.get(k), f"{path}.{k}" if path else k)
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            if x != y:
+                return _difference(x, y, f"{path}[{i}]")
+    return f"{path or 'the chart'}: {json.dumps(a)[:80]} against {json.dumps(b)[:80]}"
+
+
+def _frame_spec(chart, validate: bool) -> tuple[dict, list, object]:
+    """A frame's chart as a Vega-Lite view (its data in numbered slots, no title), the
+    slots' rows and the title's text."""
+    spec = chart.to_dict(validate=validate)
+    if "mark" not in spec and "layer" not in spec:
+        raise ValueError("a frame is a chart or a layer of charts (alt.layer), got one "
+                         f"with keys {sorted(spec)}")
+    rows: list = []
+    top_level = ("$schema", "config", "datasets")  # the figure's, not the frame's
+    view = _slotted({k: v for k, v in spec.items() if k not in top_level},
+                    spec.get("datasets", {}), rows)
+    # a layer's title: its own, or (as Vega-Lite draws it) its first layer's
+    titles = [view.pop("title", None)] + [v.pop("title", None) for v in view.get("layer", [])]
+    title = next((t for t in titles if t is not None), None)
+    if isinstance(title, dict):  # its other properties stay with the view
+        title = dict(title)
+        text = title.pop("text", None)
+        if title:
+            view["title"] = title
+        title = text
+    return view, rows, title
+
+
+def merge_frames(charts: list) -> tuple[dict, dict, list]:
+    """One Vega-Lite view that draws the chart of the frame the parameter ``frame``
+    selects: the first frame's view, whose data holds every frame's rows (a dataset that
+    every frame has alike is kept once, untagged); its datasets; the frames' titles."""
+    # the first frame is validated, and the others are like it (checked below)
+    specs = [_frame_spec(chart, validate=i == 0) for i, chart in enumerate(charts)]
+    if not specs:
+        raise ValueError("no frames: a figure needs at least one chart")
+    view = specs[0][0]
+    for i, (other, _, _) in enumerate(specs[1:], 1):
+        if other != view:
+            raise ValueError(f"frame {i} differs from frame 0 in {_difference(view, other)}"
+                             ". Frames may differ only in their data and title: put what "
+                             "changes with the sliders in the data")
+    datasets, names, varying, seen = {}, {}, set(), {}
+    for i in range(len(specs[0][1])):
+        slot, per_frame = f"rows_{i}", [rows[i] for _, rows, _ in specs]
+        rows = per_frame[0]
+        if any(other != rows for other in per_frame[1:]):
+            varying.add(slot)
+            rows = [{**r, FRAME_FIELD: f} for f, frame in enumerate(per_frame) for r in frame]
+        key = json.dumps(rows, sort_keys=True, default=str)  # the same rows: one dataset
+        names[slot] = seen.setdefault(key, f"rows_{len(seen)}")
+        datasets[names[slot]] = rows
+    return _renamed(view, names, varying), datasets, [title for _, _, title in specs]
+
+
+def _as_chart(view: dict):
+    """A Vega-Lite view (a unit or a layer) as an Altair chart, unvalidated (the whole
+    figure is validated in ``SliderFigure.to_dict``)."""
+    import altair as alt
+
+    if "layer" in view:
+        return alt.LayerChart(**{**view, "layer": [_as_chart(v) for v in view["layer"]]})
+    return alt.Chart.from_dict(view, validate=False)
+
+
 class SliderFigure:
     """A chart with sliders that redraws in the browser, no kernel needed (module doc).
 
+    ``frames`` maps each combination of the sliders' value indices to a frame (an
+    Altair chart, or ``(chart, caption)``); ``frame_fn(**slider_values)`` returns one.
     ``width`` and ``height`` are the whole figure's size in pixels (the chart is at most
     ``style.FIGURE_WIDTH_PX`` wide, the page column). A ``vega`` chart reads the named
     datasets ``datasets`` (``{name: [row, ...]}``; by default ``data``); ``data`` is kept
@@ -202,7 +333,7 @@ class SliderFigure:
     """
 
     def __init__(self, sliders: Sequence[Slider], *, frames: dict | None = None,
-                 frame_fn: Callable[..., dict] | None = None,
+                 frame_fn: Callable[..., object] | None = None,
                  vega: Callable[[dict, int, int], object] | None = None,
                  data=None, datasets: dict | None = None,
                  width: int = style.FIGURE_WIDTH_PX,
@@ -222,7 +353,7 @@ class SliderFigure:
             if missing:
                 raise ValueError(f"frames lack slider combinations such as "
                                  f"{missing[0]}")
-            frames = [frames[idx] for idx in self.grid()]  # row-major order
+            frames = [as_frame(frames[idx]) for idx in self.grid()]  # row-major order
         self.frames, self.vega, self.data = frames, vega, data
         self.datasets = dict(datasets if datasets is not None else data or {})
         self.width, self.height, self.title = width, height, title
@@ -232,8 +363,9 @@ class SliderFigure:
         """Every combination of the sliders' value indices, in row-major order."""
         return list(itertools.product(*(range(len(s.values)) for s in self.sliders)))
 
-    def spec_at(self, **values) -> dict:
-        """The precomputed chart spec for the given slider values (frames only)."""
+    def spec_at(self, **values) -> Frame:
+        """The precomputed frame (chart and caption) for the given slider values (frames
+        only; a slider not named stays where it starts)."""
         if self.frames is None:
             raise ValueError("spec_at needs precomputed frames; "
                              "this figure is a vega chart")
@@ -256,19 +388,18 @@ class SliderFigure:
         return expr
 
     def _frames_chart(self, width: int, height: int):
-        rows, keys = chartspec.frame_rows(self.frames)
-        where = "(datum.f < 0 || datum.f == frame)"
-        main = chartspec.chart_layers(self.frames, rows, keys, where, width, height)
-        titles = [f.get("title", "") for f in self.frames]
+        view, data, titles = merge_frames([f.chart for f in self.frames])
+        view = {"width": width, "height": height, **view}
         if any(titles):
-            main = main.properties(title=frame_title(pick(titles, "frame")))
-        captions = [wrap_lines(f["caption"], width) if f.get("caption") else []
+            view["title"] = {**frame_title(pick(titles, "frame")), **view.get("title", {})}
+        main = _as_chart(view)
+        captions = [wrap_lines(f.caption, width) if f.caption else []
                     for f in self.frames]
         views = [main]
         if any(captions):
             lines = max(map(len, captions))  # a fixed height: the sliders do not jump
             views.append(caption_view(pick(captions, "frame"), lines, width))
-        return views, {"frames": rows, "one": [{}]}
+        return views, {**data, "one": [{}]}
 
     def _chart(self, digits: int | None):
         """The figure as an Altair chart: its views stacked, the sliders' parameters

@@ -1,11 +1,12 @@
-"""Figure specs for the static site: the roofline chart, the prefill/decode step chart
-and the kernel-free roofline explorer, whose ``RooflineChart`` computes the formulas of
-``roofline.analytic`` in Vega-Lite (tests/cost/test_roofline.py checks that the two agree, in
-node)."""
+"""The cost chapter's figures for the static site: the kernel-free roofline explorer,
+whose ``RooflineChart`` computes the formulas of ``cost.roofline`` in Vega-Lite
+(``roofline_numbers`` are the same numbers in Python: tests/cost/test_roofline.py checks
+that the two agree, in node), and the stepped prefill/decode chart."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 from ..cost.roofline import (
     HARDWARE,
@@ -16,21 +17,36 @@ from ..cost.roofline import (
     decode_cost,
     prefill_cost,
 )
-from . import chartspec, style
+from . import style
 from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title
 
 # --- figures: kernel-free sliders for the static site ----------------------------------
 EXPLORER_MODELS = ("shakespeare", "base-65m", "7b", "70b")
-_INTENSITIES = [10 ** (e / 4) for e in range(-8, 25)]  # 0.01 .. 1e6 FLOPs per byte
+INTENSITIES = tuple(10 ** (e / 4) for e in range(-8, 25))  # 0.01 .. 1e6 FLOPs per byte
+INTENSITY = "arithmetic intensity (FLOP per byte)"
 
 
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
-def roofline_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, batch: int = 1) -> dict:
-    """A ``figures`` chart spec: the roofline of ``hw`` with the operating points of a prefill
-    of ``batch`` prompts of ``prompt_len`` tokens and of the decode step that follows it."""
+@dataclass(frozen=True)
+class RooflineNumbers:
+    """What the roofline explorer shows for one setting: the roof (attainable FLOP/s at
+    each of ``INTENSITIES``), the operating points (pass -> intensity, FLOP/s), the
+    ridge point's intensity, a title and a caption."""
+
+    title: str
+    roof: tuple[float, ...]
+    points: dict[str, tuple[float, float]]
+    ridge: float
+    caption: str
+
+
+def roofline_numbers(spec: ModelSpec, hw: Hardware, prompt_len: int,
+                     batch: int = 1) -> RooflineNumbers:
+    """The roofline of ``hw`` with the operating points of a prefill of ``batch`` prompts
+    of ``prompt_len`` tokens and of the decode step that follows it."""
     pre = prefill_cost(spec, hw, prompt_len, batch)
     dec = decode_cost(spec, hw, prompt_len, batch)
     caption = (f"prefill {batch} x {prompt_len} tokens: {_fmt(pre.seconds * 1e3)} ms, "
@@ -39,19 +55,12 @@ def roofline_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, batch: int = 
                f"{dec.bound}-bound at {_fmt(dec.intensity)} FLOP/byte, "
                f"{_fmt(batch / dec.seconds)} tokens/s\n"
                f"ridge point {_fmt(hw.ridge_intensity)} FLOP/byte")
-    return {
-        "title": f"{spec.name} on {hw.name}",
-        "xlabel": "arithmetic intensity (FLOP per byte)", "ylabel": "FLOP/s",
-        "xlog": True, "ylog": True,
-        "lines": [{"x": _INTENSITIES, "y": [attainable_flops(hw, x) for x in _INTENSITIES],
-                   "name": "roofline", "color": "#444"}],
-        "points": [{"x": pre.intensity, "y": pre.flops / pre.seconds, "label": "prefill",
-                    "color": "#1f77b4"},
-                   {"x": dec.intensity, "y": dec.flops / dec.seconds, "label": "decode",
-                    "color": "#d62728"}],
-        "vlines": [{"x": hw.ridge_intensity, "label": "ridge"}],
-        "caption": caption,
-    }
+    return RooflineNumbers(
+        title=f"{spec.name} on {hw.name}",
+        roof=tuple(attainable_flops(hw, x) for x in INTENSITIES),
+        points={"prefill": (pre.intensity, pre.flops / pre.seconds),
+                "decode": (dec.intensity, dec.flops / dec.seconds)},
+        ridge=hw.ridge_intensity, caption=caption)
 
 
 def explorer_setting(model: str, bytes_per_weight: float, bandwidth_gbs: float,
@@ -64,15 +73,18 @@ def explorer_setting(model: str, bytes_per_weight: float, bandwidth_gbs: float,
     return spec, hw
 
 
-def explorer_chart(model: str = "7b", bytes_per_weight: float = 2, prompt_len: int = 1000,
-                   batch: int = 1, bandwidth_gbs: float = 2000, peak_tflops: float = 500) -> dict:
-    """``roofline_chart`` for one setting of the explorer's sliders (``RooflineChart``)."""
+def explorer_numbers(model: str = "7b", bytes_per_weight: float = 2, prompt_len: int = 1000,
+                     batch: int = 1, bandwidth_gbs: float = 2000,
+                     peak_tflops: float = 500) -> RooflineNumbers:
+    """``roofline_numbers`` for one setting of the explorer's sliders (``RooflineChart``
+    draws them in the page)."""
     spec, hw = explorer_setting(model, bytes_per_weight, bandwidth_gbs, peak_tflops)
-    return roofline_chart(spec, hw, prompt_len, batch)
+    return roofline_numbers(spec, hw, prompt_len, batch)
 
 
 # The same chart in Vega-Lite, computed in the page from the sliders:
-# tests/cost/test_roofline.py runs it in node (vega) and checks it against explorer_chart.
+# tests/cost/test_roofline.py runs it in node (vega) and checks it against
+# explorer_numbers.
 def _calc(expr: str, as_: str) -> dict:
     return {"calculate": expr, "as": as_}
 
@@ -80,7 +92,7 @@ def _calc(expr: str, as_: str) -> dict:
 def _cost_transforms(name: str, tokens: str, context: str, v: dict) -> list[dict]:
     """``{name}_flops``, ``_bytes``, ``_s``, ``_x`` (intensity), ``_y`` (FLOP/s),
     ``_bound``: a pass of ``tokens`` new tokens over ``context`` cached ones for the
-    model row (``prefill_cost`` and ``decode_cost`` of ``roofline.analytic``)."""
+    model row (``prefill_cost`` and ``decode_cost`` of ``cost.roofline``)."""
     b, bpw = f"({v['batch']})", f"({v['bytes_per_weight']})"
     t, c = f"({tokens})", f"({context})"
     pairs = f"{t} * {c} + {t} * ({t} + 1) / 2"
@@ -140,11 +152,10 @@ class RooflineChart:
     def encodings() -> dict:
         import altair as alt
 
-        return {"x": alt.X("x:Q", title="arithmetic intensity (FLOP per byte)",
-                           scale=alt.Scale(type="log"),
-                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
+        return {"x": alt.X("x:Q", title=INTENSITY, scale=alt.Scale(type="log"),
+                           axis=alt.Axis(labelExpr=style.LOG_LABELS)),
                 "y": alt.Y("y:Q", title="FLOP/s", scale=alt.Scale(type="log"),
-                           axis=alt.Axis(labelExpr=chartspec.LOG_LABELS)),
+                           axis=alt.Axis(labelExpr=style.LOG_LABELS)),
                 "color": alt.Color("what:N", title=None, scale=alt.Scale(
                     domain=["roofline", "prefill", "decode"],
                     range=[style.INK, style.PALETTE[0], style.PALETTE[3]]))}
@@ -160,9 +171,8 @@ class RooflineChart:
         row = alt.Chart(alt.NamedData(name="models"), transform=self.transforms(v))
         tip = [alt.Tooltip("what:N", title="pass"), alt.Tooltip("x:Q", format=".3~g"),
                alt.Tooltip("y:Q", format=".3~g")]
-        grey = style.GREY
-        layers = [roof, row.mark_rule(strokeDash=[5, 4], color=grey).encode(x="ridge:Q"),
-                  row.mark_text(align="left", baseline="top", dx=4, y=4, color=grey,
+        layers = [roof, row.mark_rule().encode(x="ridge:Q"),  # the style's reference line
+                  row.mark_text(align="left", baseline="top", dx=4, y=4, color=style.GREY,
                                 text="ridge").encode(x="ridge:Q")]
         for key, name in (("pre", "prefill"), ("dec", "decode")):
             point = row.transform_calculate(x=f"datum.{key}_x", y=f"datum.{key}_y",
@@ -203,34 +213,49 @@ def roofline_explorer():
                "d_model": m.d_model, "n_head": m.n_head,
                "n_kv_heads": m.n_kv_heads or m.n_head}
               for k, m in ((k, MODELS[k]) for k in EXPLORER_MODELS)]
-    intensities = [{"x": x} for x in _INTENSITIES]
+    intensities = [{"x": x} for x in INTENSITIES]
     return SliderFigure(sliders, vega=RooflineChart(), height=400,
                         data={"models": models, "intensities": intensities})
 
 
+WEIGHTS_READ, BUSY = "weights read (all of them)", "arithmetic units busy"
+
+
 def prefill_decode_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,
-                         n_decode: int = 8) -> dict:
-    """Per step (prefill, then ``n_decode`` decode steps), the fraction of the weights read
-    and the fraction of the step's time the arithmetic units are busy; steps after ``step``
-    are not drawn yet."""
+                         n_decode: int = 8):
+    """A frame of ``prefill_decode_figure``: per step (prefill, then ``n_decode`` decode
+    steps), the fraction of the weights read (``WEIGHTS_READ``) and the fraction of the
+    step's time the arithmetic units are busy (``BUSY``), zero for the steps after
+    ``step`` (not drawn yet); and a caption on the step ``step``. The chart's data is a
+    DataFrame of one row per step, with the columns ``step`` (its label), ``WEIGHTS_READ``
+    and ``BUSY``."""
+    import altair as alt
+    import pandas as pd
+
     costs = [prefill_cost(spec, hw, prompt_len)]
     costs += [decode_cost(spec, hw, prompt_len + i) for i in range(n_decode)]
-    shown = [i <= step for i in range(len(costs))]
+    rows = [{"step": "prefill" if i == 0 else f"d{i}", WEIGHTS_READ: float(i <= step),
+             BUSY: c.compute_utilization if i <= step else 0.0} for i, c in enumerate(costs)]
+    bars = alt.Chart().transform_fold(
+        [WEIGHTS_READ, BUSY], as_=["series", "fraction"]).encode(
+        x=alt.X("step:N", sort=None, title=None, axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("series:N", sort=[WEIGHTS_READ, BUSY]),
+        y=alt.Y("fraction:Q", scale=alt.Scale(domain=[0, 1.05])),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(
+            domain=[WEIGHTS_READ, BUSY], range=[style.GREY, style.PALETTE[0]])),
+        tooltip=["step:N", "series:N", alt.Tooltip("fraction:Q", format=".3~g")])
+    chart = alt.layer(  # all the weights, every step: an outline; the busy share: filled
+        bars.mark_bar(filled=False, strokeWidth=1.5).transform_filter(
+            alt.datum.series == WEIGHTS_READ),
+        bars.mark_bar().transform_filter(alt.datum.series == BUSY),
+        data=pd.DataFrame(rows), title=f"{spec.name} on {hw.name}, prompt of {prompt_len} tokens")
     now = costs[step]
     what = (f"prefill: {prompt_len} tokens in one pass" if step == 0
             else f"decode step {step}: 1 token, {prompt_len + step - 1} cached")
-    return {
-        "title": f"{spec.name} on {hw.name}, prompt of {prompt_len} tokens",
-        "categories": ["prefill"] + [f"d{i}" for i in range(1, n_decode + 1)],
-        "ylabel": "fraction", "ylim": [0, 1.05],
-        "bars": [{"y": [1.0 if s else 0.0 for s in shown], "name": "weights read (all of them)",
-                  "color": "#7f7f7f", "fill": False},
-                 {"y": [c.compute_utilization if s else 0.0 for c, s in zip(costs, shown)],
-                  "name": "arithmetic units busy", "color": "#1f77b4"}],
-        "caption": (f"{what}: reads {_fmt(now.bytes / 1e9)} GB, does {_fmt(now.flops / 1e12)} "
-                    f"TFLOP, takes {_fmt(now.seconds * 1e3)} ms ({now.bound}-bound); "
-                    f"the arithmetic units are busy {_fmt(100 * now.compute_utilization)}% of it"),
-    }
+    return chart, (f"{what}: reads {_fmt(now.bytes / 1e9)} GB, does "
+                   f"{_fmt(now.flops / 1e12)} TFLOP, takes {_fmt(now.seconds * 1e3)} ms "
+                   f"({now.bound}-bound); the arithmetic units are busy "
+                   f"{_fmt(100 * now.compute_utilization)}% of it")
 
 
 def prefill_decode_figure(spec: ModelSpec | None = None, hw: Hardware | None = None,

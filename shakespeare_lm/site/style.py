@@ -1,29 +1,34 @@
 """The book's one figure style: palette, font sizes and widths, for matplotlib and
 Vega-Lite alike.
 
-    from shakespeare_lm import style
+    from shakespeare_lm.site import style
     style.use()      # in a chapter's setup cell: matplotlib rcParams + the Altair theme
     style.PALETTE    # the colours, in the order series get them
+    style.COLOURS    # the same colours by name: style.COLOURS["vermillion"]
 
 The palette is Okabe and Ito's (2008), chosen to stay distinct under the common forms of
 colour blindness. Figures are as wide as the book's page column (``FIGURE_WIDTH_PX``),
 so a figure is shown at its own size and its text at the sizes below: labels are never
 smaller than ``FONT_SIZES["tick"]`` pixels. The kernel-free figures
 (``shakespeare_lm.site.figures``) always use ``vega_config()``, whether or not ``use()`` was
-called.
+called; the diagrams (``shakespeare_lm.site.diagrams``) are drawn in these colours too.
 """
 
 from __future__ import annotations
 
 import warnings
 
-# Okabe & Ito, "Color Universal Design" (2008): blue, orange, bluish green, vermillion,
-# reddish purple, sky blue, yellow, black
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442",
-           "#000000")
+# Okabe & Ito, "Color Universal Design" (2008), by name (green is their bluish green,
+# purple their reddish purple), in the order series get them
+COLOURS = {"blue": "#0072B2", "orange": "#E69F00", "green": "#009E73",
+           "vermillion": "#D55E00", "purple": "#CC79A7", "sky": "#56B4E9",
+           "yellow": "#F0E442", "black": "#000000"}
+PALETTE = tuple(COLOURS.values())
 GREY = "#8c8c8c"       # reference lines, things switched off
 MUTED = "#c8c8c8"      # what a rule removed
 INK = "#222222"        # text
+FAINT_INK = "#595959"  # secondary text (indices, what was pruned): 7:1 on white
+PALE = "#f2f2f2"       # a faint fill behind a box
 FONT = "Helvetica Neue, Helvetica, Arial, sans-serif"
 MONOSPACE = "SFMono-Regular, Menlo, Consolas, monospace"
 # text sizes in pixels, as the reader sees them
@@ -37,6 +42,11 @@ FIGURE_HEIGHT_PX = 340
 PLOT_MARGIN_PX = 130
 FIGURE_DPI = 100
 THEME = "shakespeare_lm"
+# a log axis's labels (Vega-Lite ``labelExpr``), at the powers of ten only: 0.01, 0.1,
+# 1, 10, 100, 1k, 10k, 1M
+LOG_LABELS = ("abs(log(datum.value) / LN10 - round(log(datum.value) / LN10)) > 1e-6 ? '' "
+              ": datum.value >= 1000 ? format(datum.value, '~s') "
+              ": format(datum.value, '~g')")
 
 
 def _mpl_rc() -> dict:
@@ -82,8 +92,13 @@ def vega_config() -> dict:
                   "anchor": "start", "subtitleFontSize": FONT_SIZES["label"],
                   "subtitleColor": INK, "offset": 8},
         "range": {"category": list(PALETTE)},
+        "mark": {"color": PALETTE[0]},  # a mark with no colour encoding
         "text": {"fontSize": FONT_SIZES["caption"], "color": INK},
         "line": {"strokeWidth": 2},
+        # reference lines dashed and grey; points white-edged, so that they stand out
+        # from a line they sit on
+        "rule": {"strokeDash": [5, 4], "strokeWidth": 1.5, "color": GREY},
+        "circle": {"size": 90, "opacity": 1, "stroke": "white", "strokeWidth": 1},
         "view": {"stroke": None, "continuousWidth": FIGURE_WIDTH_PX - PLOT_MARGIN_PX,
                  "continuousHeight": FIGURE_HEIGHT_PX - 80},
         "padding": 6,

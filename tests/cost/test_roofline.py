@@ -135,7 +135,8 @@ def test_hardware_rejects_bad_numbers_by_name():
 def test_prefill_flops_count_weights_and_causal_attention(batch, prompt_len):
     spec = rf.MODELS["shakespeare"]
     pairs = prompt_len * (prompt_len + 1) // 2
-    expected = 2 * spec.n_params * prompt_len * batch + 4 * spec.n_layer * spec.d_model * pairs * batch
+    expected = (2 * spec.n_params * prompt_len * batch
+                + 4 * spec.n_layer * spec.d_model * pairs * batch)
     assert rf.pass_flops(spec, prompt_len, batch) == expected
 
 
@@ -194,7 +195,8 @@ def test_overhead_adds_to_every_pass():
     slow = rf.Hardware("slow", 1e12, 1e10, overhead_s=1e-3)
     fast = rf.Hardware("fast", 1e12, 1e10)
     spec = rf.MODELS["shakespeare"]
-    assert rf.decode_cost(spec, slow).seconds == pytest.approx(rf.decode_cost(spec, fast).seconds + 1e-3)
+    assert rf.decode_cost(spec, slow).seconds == pytest.approx(
+        rf.decode_cost(spec, fast).seconds + 1e-3)
 
 
 def test_max_batch_for_memory_fits_weights_and_caches():
@@ -228,7 +230,8 @@ def test_measure_model_costs_returns_plain_numbers(tiny, tok):
     out = rf.measure_model_costs(tiny, tok, "cpu", prompt_lengths=(1, 8), prefill_batches=(1, 2),
                                  contexts=(4, 16), decode_steps=3, batch_sizes=(1, 3),
                                  batch_prompt_len=5, batch_new_tokens=3, repeats=1, probe=False)
-    assert [(r["prompt_len"], r["batch"]) for r in out["prefill"]] == [(1, 1), (8, 1), (1, 2), (8, 2)]
+    assert [(r["prompt_len"], r["batch"]) for r in out["prefill"]] == [
+        (1, 1), (8, 1), (1, 2), (8, 2)]
     assert [(r["context"], r["use_cache"]) for r in out["decode"]] == [
         (5, True), (17, True), (5, False), (17, False)]
     assert [r["batch"] for r in out["batching"]] == [1, 3]
@@ -246,12 +249,15 @@ def test_measure_model_costs_rejects_context_past_the_window(tiny, tok):
 
 # --- the kernel-free figures ----------------------------------------------------------------
 def test_prefill_decode_chart_reads_all_weights_every_step_and_decode_idles_the_arithmetic():
-    chart = charts.prefill_decode_chart(B7, ROUND, 1000, step=8, n_decode=8)
-    weights, busy = chart["bars"][0]["y"], chart["bars"][1]["y"]
+    chart, caption = charts.prefill_decode_chart(B7, ROUND, 1000, step=8, n_decode=8)
+    weights, busy = chart.data[charts.WEIGHTS_READ].tolist(), chart.data[charts.BUSY].tolist()
+    assert chart.data["step"].tolist() == ["prefill"] + [f"d{i}" for i in range(1, 9)]
     assert weights == [1.0] * 9
     assert busy[0] == 1.0 and max(busy[1:]) < 0.01
-    early = charts.prefill_decode_chart(B7, ROUND, 1000, step=2, n_decode=8)
-    assert early["bars"][1]["y"][3:] == [0.0] * 6
+    assert caption.startswith("decode step 8: 1 token, 1007 cached") and "memory-bound" in caption
+    early, _ = charts.prefill_decode_chart(B7, ROUND, 1000, step=2, n_decode=8)
+    assert early.data[charts.BUSY].tolist()[3:] == [0.0] * 6
+    assert early.data[charts.WEIGHTS_READ].tolist() == [1.0] * 3 + [0.0] * 6
 
 
 def test_roofline_explorer_builds_and_names_the_binding_limits():
@@ -259,9 +265,10 @@ def test_roofline_explorer_builds_and_names_the_binding_limits():
     assert [p["bind"]["input"] for p in spec["params"]] == ["select"] + ["radio"] * 5
     assert spec["params"][0]["bind"]["labels"][2] == rf.MODELS["7b"].name  # not keys
     assert "http" not in json.dumps(spec).replace(spec["$schema"], "")
-    chart = charts.explorer_chart("7b", 2, 1000, 1, 2000, 500)
-    assert "compute-bound" in chart["caption"].splitlines()[0]
-    assert "memory-bound" in chart["caption"].splitlines()[1]
+    numbers = charts.explorer_numbers("7b", 2, 1000, 1, 2000, 500)
+    assert "compute-bound" in numbers.caption.splitlines()[0]
+    assert "memory-bound" in numbers.caption.splitlines()[1]
+    assert numbers.ridge == 250 and len(numbers.roof) == len(charts.INTENSITIES)
 
 
 # --- the explorer's Vega-Lite agrees with Python (run in node with vega) --------------
@@ -286,34 +293,37 @@ def test_vega_roofline_matches_python():
                   fields=["what", "x", "y", "ridge", "caption"])
     assert len(pages) == len(settings) > 100
     for values, items in zip(settings, pages):
-        py = charts.explorer_chart(**values)
+        py = charts.explorer_numbers(**values)
         items = [i for i in items if i["role"] == "mark"]  # not axes and legends
         points = {i["datum"]["what"]: i["datum"] for i in items
                   if i["mark"] == "symbol"}
-        for p in py["points"]:
-            assert points[p["label"]]["x"] == pytest.approx(p["x"], rel=1e-9)
-            assert points[p["label"]]["y"] == pytest.approx(p["y"], rel=1e-9)
+        assert set(points) == set(py.points) == {"prefill", "decode"}
+        for name, (x, y) in py.points.items():
+            assert points[name]["x"] == pytest.approx(x, rel=1e-9)
+            assert points[name]["y"] == pytest.approx(y, rel=1e-9)
         roof = [i["datum"]["y"] for i in items if i["mark"] == "line"]
-        assert roof == pytest.approx(py["lines"][0]["y"], rel=1e-12)
+        assert roof == pytest.approx(list(py.roof), rel=1e-12)
         [ridge] = {i["datum"]["ridge"] for i in items if i["mark"] == "rule"}
-        assert ridge == pytest.approx(py["vlines"][0]["x"], rel=1e-12)
+        assert ridge == pytest.approx(py.ridge, rel=1e-12)
         [caption] = [i["text"] for i in items
                      if i["mark"] == "text" and isinstance(i["text"], list)]
         caption = "\n".join(caption)
         bound = re.compile(r"\w+-bound")
-        assert bound.findall(caption) == bound.findall(py["caption"])
-        assert numbers(caption) == pytest.approx(numbers(py["caption"]), rel=1e-2)
+        assert bound.findall(caption) == bound.findall(py.caption)
+        assert numbers(caption) == pytest.approx(numbers(py.caption), rel=1e-2)
 
 
 def test_moving_a_slider_of_the_step_figure_draws_the_next_step():
     fig = charts.prefill_decode_figure(B7, ROUND, prompt_lens=(10, 1000), n_decode=4)
     first, second = drawn(fig.to_dict(), [param_setting(fig, step=s) for s in (0, 1)],
-                          fields=["c", "j", "y"])
-    busy = [{i["datum"]["c"]: i["datum"]["y"] for i in page
-             if i["role"] == "mark" and i["mark"] == "rect" and i["datum"]["j"] == 1}
+                          fields=["step", "series", "fraction"])
+    bars = [[i["datum"] for i in page if i["role"] == "mark" and i["mark"] == "rect"]
             for page in (first, second)]
+    busy = [{d["step"]: d["fraction"] for d in page if d["series"] == charts.BUSY}
+            for page in bars]
+    assert all(len(page) == 2 * 5 for page in bars)  # two bars a step, one of each
     assert busy[0]["prefill"] == 1.0 and busy[0]["d1"] == 0.0  # only prefill so far
-    expected = fig.spec_at(step=1)["bars"][1]["y"][1]
+    expected = fig.spec_at(step=1).chart.data[charts.BUSY][1]
     assert busy[1]["d1"] == pytest.approx(expected, rel=1e-3) and busy[1]["d1"] > 0
 
 

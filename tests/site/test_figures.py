@@ -10,25 +10,44 @@ import re
 import subprocess
 import sys
 
+import altair as alt
+import pandas as pd
 import pytest
 
-from shakespeare_lm.site import chartspec, style
-from shakespeare_lm.site.figures import MIMETYPE, Slider, SliderFigure, read_dataset
+from shakespeare_lm.site import style
+from shakespeare_lm.site.figures import (
+    FRAME_FIELD,
+    MIMETYPE,
+    Slider,
+    SliderFigure,
+    merge_frames,
+    read_dataset,
+)
 
 from .vega_helpers import ROOT, drawn, param_setting
 
 BOUNDARIES = ["BAPTISTA", "KATHARINA", "PETRUCHIO", "GRUMIO"]
 
 
-def bars_frame(boundary: int, scale: float) -> dict:
-    """Two bar series over four categories, and a caption that names the setting."""
+def bars_frame(boundary: int, scale: float):
+    """Two bar series over four categories, side by side, one filled and one outlined;
+    and a caption that names the setting."""
     model = [scale * (i + 1) / 10 for i in range(4)]
     exact = [round(0.25 + 0.01 * boundary * i, 4) for i in range(4)]
-    return {"title": f"boundary {boundary}", "ylabel": "probability",
-            "categories": BOUNDARIES,
-            "bars": [{"y": model, "name": "model p(y)", "color": "#bbbbbb"},
-                     {"y": exact, "name": "exact", "fill": False}],
-            "caption": f"boundary {boundary}, scale {scale}"}
+    rows = [{"speaker": c, "series": name, "p": p}
+            for name, ps in (("model p(y)", model), ("exact", exact))
+            for c, p in zip(BOUNDARIES, ps)]
+    series = ["model p(y)", "exact"]
+    bars = alt.Chart().encode(
+        x=alt.X("speaker:N", sort=None, title=None, axis=alt.Axis(labelAngle=0)),
+        xOffset=alt.XOffset("series:N", sort=series), y=alt.Y("p:Q", title="probability"),
+        color=alt.Color("series:N", title=None, scale=alt.Scale(
+            domain=series, range=["#bbbbbb", style.PALETTE[1]])))
+    chart = alt.layer(bars.mark_bar().transform_filter(alt.datum.series == "model p(y)"),
+                      bars.mark_bar(filled=False).transform_filter(
+                          alt.datum.series == "exact"),
+                      data=alt.Data(values=rows), title=f"boundary {boundary}")
+    return chart, f"boundary {boundary}, scale {scale}"
 
 
 @pytest.fixture(scope="module")
@@ -58,17 +77,45 @@ def test_a_slider_shows_its_formatted_values_never_an_index():
     assert even.index_expr("a") == "round((a - 0.05) / 0.05)"
 
 
-def test_frames_become_rows_and_rows_every_frame_shares_are_stored_once():
-    frames = [{"categories": ["a", "b"], "bars": [{"y": [1, v]}],
-               "hlines": [{"y": 0.5}]} for v in (2, 3)]
-    rows, keys = chartspec.frame_rows(frames)
-    assert [r for r in rows if r["f"] == -1] == [
-        {"c": "a", "j": 0, "k": 0, "m": "bar", "o": 0, "y": 1.0, "f": -1},
-        {"k": 1, "m": "hline", "t": "", "y": 0.5, "f": -1}]
-    assert [(r["f"], r["y"]) for r in rows if r["f"] >= 0] == [(0, 2.0), (1, 3.0)]
-    assert keys == [f"|{style.PALETTE[0]}", f"|{style.GREY}"]
-    with pytest.raises(ValueError, match="bars needs categories"):
-        chartspec.spec_rows({"bars": [{"y": [1]}]})
+def line_frame(v: float, ylim=(0, 4)):
+    """A line that changes with ``v``, points and a reference line that do not."""
+    line = pd.DataFrame({"x": [0, 1, 2], "y": [1.0, v, 2.0]})
+    points = pd.DataFrame({"x": [1], "y": [0.5], "label": ["fixed"]})
+    xy = {"x": "x:Q", "y": alt.Y("y:Q", scale=alt.Scale(domain=list(ylim)))}
+    dots = alt.Chart(points).encode(**xy)
+    return alt.layer(alt.Chart(line).mark_line().encode(**xy),
+                     dots.mark_circle(), dots.mark_text(dx=8).encode(text="label:N"),
+                     alt.Chart(pd.DataFrame({"y": [0.5]})).mark_rule().encode(y="y:Q"),
+                     title=f"v = {v}")
+
+
+def test_frames_merge_into_one_chart_whose_data_holds_every_frames_rows():
+    """The data that changes from frame to frame is tagged with its frame and filtered
+    to the frame the sliders select; data every frame has alike is kept once, untagged
+    and unfiltered (the same data in two layers: once); the titles are picked."""
+    view, datasets, titles = merge_frames([line_frame(v) for v in (2, 3)])
+    assert titles == ["v = 2", "v = 3"] and "title" not in view
+    line, dots, labels, rule = view["layer"]
+    assert datasets[line["data"]["name"]] == [
+        {"x": 0, "y": 1.0, FRAME_FIELD: 0}, {"x": 1, "y": 2.0, FRAME_FIELD: 0},
+        {"x": 2, "y": 2.0, FRAME_FIELD: 0}, {"x": 0, "y": 1.0, FRAME_FIELD: 1},
+        {"x": 1, "y": 3.0, FRAME_FIELD: 1}, {"x": 2, "y": 2.0, FRAME_FIELD: 1}]
+    assert line["transform"] == [{"filter": f"datum.{FRAME_FIELD} == frame"}]
+    assert dots["data"] == labels["data"]  # stored once
+    assert datasets[dots["data"]["name"]] == [{"x": 1, "y": 0.5, "label": "fixed"}]
+    assert datasets[rule["data"]["name"]] == [{"y": 0.5}]
+    assert "transform" not in dots and "transform" not in rule
+    assert len(datasets) == 3
+
+
+def test_frames_that_differ_in_more_than_data_and_title_are_refused():
+    """A scale domain that changes with the sliders would not redraw: put it in the data."""
+    with pytest.raises(ValueError, match=r"frame 1 differs from frame 0 in "
+                                         r"layer\[0\]\.encoding\.y\.scale\.domain"):
+        merge_frames([line_frame(2, ylim=(0, 4)), line_frame(2, ylim=(0, 5))])
+    facet = alt.Chart(pd.DataFrame({"a": [1]})).mark_point().encode(x="a:Q").facet("a:N")
+    with pytest.raises(ValueError, match="a frame is a chart or a layer of charts"):
+        merge_frames([facet])
 
 
 def test_figure_arguments_are_checked():
@@ -85,17 +132,18 @@ def test_every_slider_setting_draws_its_own_frame(bars_figure):
     numbers of its frame, rounded to 4 significant digits, and its caption."""
     combos = [(b, s) for b in range(5) for s in (0.5, 1.0, 2.0)]
     settings = [param_setting(bars_figure, boundary=b, scale=s) for b, s in combos]
-    pages = drawn(bars_figure.to_dict(), settings, fields=["c", "j", "y"])
+    pages = drawn(bars_figure.to_dict(), settings, fields=["speaker", "series", "p"])
     for (b, s), items in zip(combos, pages):
         marks = [i for i in items if i["role"] == "mark"]
-        got = {(i["datum"]["j"], i["datum"]["c"]): i["datum"]["y"] for i in marks
-               if i["mark"] == "rect"}
-        spec = bars_figure.spec_at(boundary=b, scale=s)
-        want = {(j, c): pytest.approx(y, rel=5e-4) for j, bar in enumerate(spec["bars"])
-                for c, y in zip(BOUNDARIES, bar["y"])}
-        assert got == want, (b, s)
+        rects = [i["datum"] for i in marks if i["mark"] == "rect"]
+        got = {(d["series"], d["speaker"]): d["p"] for d in rects}
+        frame = bars_figure.spec_at(boundary=b, scale=s)
+        want = {(r["series"], r["speaker"]): pytest.approx(r["p"], rel=5e-4)
+                for r in frame.chart.data.values}
+        assert len(rects) == len(got) == 8 and got == want, (b, s)
         texts = [i["text"] for i in marks if i["mark"] == "text"]
         assert [f"boundary {b}, scale {s}"] in texts, texts
+        assert frame.caption == f"boundary {b}, scale {s}"
 
 
 def test_the_output_is_a_vega_lite_mimebundle_in_the_books_style(bars_figure):
@@ -108,7 +156,9 @@ def test_the_output_is_a_vega_lite_mimebundle_in_the_books_style(bars_figure):
     config = spec["config"]
     assert min(config["axis"]["labelFontSize"], config["legend"]["labelFontSize"],
                config["text"]["fontSize"]) >= 11
-    values = [r["y"] for r in read_dataset(spec, "frames") if r["y"] is not None]
+    [name] = [n for n in spec["datasets"] if n != "one"]
+    values = [r["p"] for r in read_dataset(spec, name)]
+    assert len(values) == 15 * 8  # every frame's rows
     assert values and all(float(f"{v:.4g}") == v for v in values)  # rounded
     assert "speech boundary" in data["text/plain"]
 
