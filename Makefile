@@ -47,7 +47,7 @@ $(ONNX)/.stamp: $(STAMP) data/shakespeare.safetensors data/draft.safetensors sha
 # (the live explorers' charts, live/charts.js, are made from the package's figure code)
 book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP) $(ONNX)/.stamp shakespeare_lm/site/book.py \
                      $(wildcard shakespeare_lm/site/static/*.js) shakespeare_lm/site/live.py \
-                     shakespeare_lm/site/explorer.py shakespeare_lm/site/rules_vega.py \
+                     shakespeare_lm/site/explorer.py \
                      shakespeare_lm/site/figures.py shakespeare_lm/site/style.py
 	$(BIN)/python -m shakespeare_lm.site.book vendor
 	touch $@

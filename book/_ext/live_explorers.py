@@ -4,10 +4,18 @@ on a Markdown page, the same HTML a notebook cell shows with ``live.explorer(KIN
     ```{live-explorer} truncation
     :seed: 0
     ```
+
+Every page that has a live explorer (from the directive or from a notebook's output) gets
+the scripts that run it, in this order: ``slm_vega.js`` (Vega, and the site's one script
+loader), ``slm_runtime.js`` (the model) and ``slm_explorers.js`` (which mounts the
+explorers). Each of them runs once however often it is added.
 """
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
+
+MARK = 'class="slm-live"'
+SCRIPTS = ("slm_vega.js", "slm_runtime.js", "slm_explorers.js")
 
 
 class LiveExplorer(Directive):
@@ -25,6 +33,16 @@ class LiveExplorer(Directive):
         return [nodes.raw("", fragment, format="html")]
 
 
+def add_scripts(app, pagename, templatename, context, doctree):
+    """html-page-context: the explorers' scripts on the pages that have one."""
+    if doctree is None:
+        return
+    if any(MARK in node.astext() for node in doctree.findall(nodes.raw)):
+        for script in SCRIPTS:
+            app.add_js_file(script)
+
+
 def setup(app):
     app.add_directive("live-explorer", LiveExplorer)
+    app.connect("html-page-context", add_scripts)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,22 +1,28 @@
 /* The live explorers of the static site (shakespeare_lm.site.live): a text box for the reader's
    own context, Sample and Continue buttons, and the real model behind them (slm_runtime.js,
-   loaded from the same folder). Every .slm-live element on the page is mounted once:
+   whose decoding is decoding.js: the explorers decide nothing themselves). The page loads
+   slm_vega.js, slm_runtime.js and this file in that order (book/_ext/live_explorers.py).
+   Every .slm-live element on the page is mounted once:
 
      truncation    the next-character distribution under every rule, and continuations
      step          generation one character at a time, the KV cache filling slot by slot
-     speculative   the draft proposes, the main model keeps or rejects, acceptance so far */
+     speculative   the draft proposes, the main model keeps or rejects, acceptance so far
+
+   The controls' limits that depend on the model (top-k's maximum) come from its config. */
 (function () {
   "use strict";
   if (window.slmExplorers) { window.slmExplorers.mountAll(); return; }
-  var me = document.currentScript.src, BASE = me.substring(0, me.lastIndexOf("/") + 1);
-  var RULE_INPUTS = [  // name, label, min, max, step, value that switches the rule off
+  /* name, label, min, max, step, value that switches the rule off ("V": the vocabulary's size) */
+  var RULE_INPUTS = [
     ["temperature", "temperature (0 = greedy)", 0, 2, 0.05, 1],  // temperature 1 is "off" too
-    ["top_k", "top-k", 1, 63, 1, 63], ["top_p", "top-p", 0.01, 1, 0.01, 1],
+    ["top_k", "top-k", 1, "V", 1, "V"], ["top_p", "top-p", 0.01, 1, 0.01, 1],
     ["min_p", "min-p", 0, 1, 0.01, 0], ["typical_p", "typical mass", 0.01, 1, 0.01, 1],
     ["epsilon", "epsilon", 0, 0.1, 0.001, 0], ["eta", "eta", 0, 0.1, 0.001, 0],
-    ["repetition_penalty", "repetition penalty", 0.5, 2, 0.05, 1]];
+    ["repetition_penalty", "repetition penalty", 0.5, 2, 0.05, 1],
+    ["frequency_penalty", "frequency penalty", 0, 2, 0.05, 0],
+    ["presence_penalty", "presence penalty", 0, 2, 0.05, 0]];
   var LINE = 160;  // characters per Sample / Continue
-  var DATASET = { truncation: "logits", step: "top" };  // what each chart draws (shakespeare_lm.site.live)
+  var DATASET = { truncation: "chars", step: "top" };  // what each chart draws (shakespeare_lm.site.live)
 
   function el(tag, attrs, parent, text) {
     var e = document.createElement(tag);
@@ -26,21 +32,12 @@
     return e;
   }
   function label(ch) { return { "\n": "\u23ce", " ": "\u2423" }[ch] || ch; }
-  function loadScript(url) {
-    return new Promise(function (resolve, reject) {
-      var s = el("script", { src: url });
-      s.onload = resolve;
-      s.onerror = function () { reject(new Error("could not load " + url)); };
-      document.head.appendChild(s);
-    });
-  }
-  // the model, its charts (Vega-Lite specs, live/charts.js) and Vega to draw them
-  var runtime = (window.slm ? Promise.resolve() : loadScript(BASE + "slm_runtime.js"))
-    .then(function () { return window.slmVega ? null : loadScript(BASE + "slm_vega.js"); })
-    .then(function () { return Promise.all([window.slm.loadScript("charts.js"), window.slmVega.ready]); })
-    .then(function () { return window.slm.ready; });
+  // the model (with its decoding), its charts (Vega-Lite specs, live/charts.js) and Vega to draw them
+  var runtime = window.slm && window.slmVega ?
+    Promise.all([window.slm.loadAsset("charts.js"), window.slmVega.ready]).then(function () { return window.slm.ready; }) :
+    Promise.reject(new Error("slm_vega.js and slm_runtime.js must be loaded before slm_explorers.js: build the site with `make book`"));
+  runtime.catch(function () {});  // reported by each explorer
 
-  /* The frame every explorer shares: context box, controls, buttons, status, view, output. */
   function frame(root) {
     var cfg = JSON.parse(root.querySelector("script[type='application/json']").textContent);
     root.textContent = "";
@@ -61,24 +58,26 @@
       "background:#f7f7f7;padding:.4em;font-size:13px" }, root);
     return ui;
   }
-  function slider(ui, spec) {
-    var name = spec[0], wrap = el("label", { style: "display:flex;gap:.4em;align-items:center;font-size:13px" }, ui.controls);
+  /* A range input for RULE_INPUTS' `spec`; "V" stands for the model's vocabulary size. */
+  function slider(ui, spec, model) {
+    var limit = function (v) { return v === "V" ? model.config.vocab_size : v; };
+    var name = spec[0], off = limit(spec[5]);
+    var wrap = el("label", { style: "display:flex;gap:.4em;align-items:center;font-size:13px" }, ui.controls);
     el("span", { style: "min-width:10em" }, wrap, spec[1]);
-    var input = el("input", { type: "range", min: spec[2], max: spec[3], step: spec[4], value: spec[5],
-                              "data-name": name, style: "width:9em" }, wrap);
+    var input = el("input", { type: "range", min: limit(spec[2]), max: limit(spec[3]), step: spec[4], value: off,
+                              "data-name": name, "data-off": off, style: "width:9em" }, wrap);
     var out = el("output", { style: "font-family:monospace;min-width:4em" }, wrap);
-    function show() { out.textContent = +input.value === spec[5] ? "off" : input.value; }
+    function show() { out.textContent = +input.value === off ? "off" : input.value; }
     input.addEventListener("input", show);
     show();
     return input;
   }
+  /* The settings of generate that the inputs give (a rule at its "off" value is left out). */
   function settingsOf(inputs) {
     var s = {};
-    RULE_INPUTS.forEach(function (r) {
-      var input = inputs[r[0]];
-      if (!input) return;
-      var v = +input.value;
-      if (r[0] === "temperature" || v !== r[5]) s[r[0]] = r[0] === "top_k" ? Math.round(v) : v;
+    Object.keys(inputs).forEach(function (name) {
+      var input = inputs[name], v = +input.value;
+      if (name === "temperature" || v !== +input.getAttribute("data-off")) s[name] = name === "top_k" ? Math.round(v) : v;
     });
     return s;
   }
@@ -102,31 +101,29 @@
       return view.runAsync();
     });
   }
-  function chartDefaults(kind) {  // the parameters' values where each rule is off
-    var out = {};
-    (window.SLM_ASSETS.charts[kind].params || []).forEach(function (p) { out[p.name] = p.value; });
-    return out;
-  }
 
   // --- chapter 3: every rule on your context, and continuations under them ----------------
-  function truncation(ui) {
-    var inputs = {}, text = "";
-    RULE_INPUTS.forEach(function (r) { inputs[r[0]] = slider(ui, r); });
+  /* The rows of the truncation chart (shakespeare_lm.site.explorer.distribution_chart) for the
+     model's `logits` after the context whose ids are `history`, under the config `cfg`. */
+  function distributionRows(m, logits, history, cfg) {
+    var D = window.slm.decoding, raw = D.softmax(logits), shaped = D.shape(logits, history, cfg);
+    var pf = D.distribution(shaped, cfg), rank = [];
+    D.order(logits, true).forEach(function (id, r) { rank[id] = r + 1; });
+    var bits = Math.abs(D.entropyBits(pf.map(Math.log)));
+    return pf.map(function (p, i) {
+      return { id: i, ch: label(m.chars[i]), r0: rank[i], raw_p: raw[i], pf: p, kept: p > 0, bits: bits };
+    });
+  }
+  function truncation(ui, m) {
+    var D = window.slm.decoding, inputs = {}, text = "", block = m.config.block_size;
+    RULE_INPUTS.forEach(function (r) { inputs[r[0]] = slider(ui, r, m); });
     function redraw() {
-      var context = ui.context.value + text, s;
-      try { s = window.slm.checkSettings(settingsOf(inputs)); } catch (e) { return fail(ui, e); }
-      return window.slm.load().then(function (m) {
-        return window.slm.nextDistribution(context).then(function (probs) {
-          var logits = probs.map(Math.log);
-          var history = window.slm.tokenize(m, context).slice(-m.config.block_size);
-          if (s.repetition_penalty !== null) logits = window.slm.repetitionPenalty(logits, history, s.repetition_penalty);
-          var rows = logits.map(function (l, i) { return { ctx: 0, id: i, ch: label(m.chars[i]), logit: l }; });
-          var params = chartDefaults("truncation");
-          Object.keys(params).forEach(function (k) { if (s[k] !== null && s[k] !== undefined) params[k] = s[k]; });
-          params.title = "next character after \u2026" + JSON.stringify(context.slice(-24)).slice(1, -1);
-          return chart(ui, "truncation", rows, params).then(function () {
-            ui.root.setAttribute("data-state", JSON.stringify(params));
-          });
+      var context = ui.context.value + text, cfg;
+      try { cfg = D.config(settingsOf(inputs)); } catch (e) { return fail(ui, e); }
+      return window.slm.nextLogits(context).then(function (r) {
+        var title = "next character after \u2026" + JSON.stringify(context.slice(-24)).slice(1, -1);
+        return chart(ui, "truncation", distributionRows(m, r.logits, r.ids, cfg), { title: title }).then(function () {
+          ui.root.setAttribute("data-state", JSON.stringify(cfg));
         });
       }).catch(function (e) { fail(ui, e); });
     }
@@ -136,7 +133,8 @@
       var context = ui.context.value + text, seed = ui.seed++;
       ok(ui, "sampling\u2026");
       var s = Object.assign(settingsOf(inputs), { stop: "\n\n" });
-      return window.slm.sample(context, LINE, s, seed).then(function (r) {
+      // as Python's explorer: the end of the context that leaves room for the new line
+      return window.slm.sample(context.slice(-(block - LINE)), LINE, s, seed).then(function (r) {
         showText(ui, ui.context.value + text, r.text);
         text += r.text;
         ok(ui, (more ? "continued" : "sampled") + " " + r.text.length + " characters (seed " + seed + ", " + r.stopReason + ")");
@@ -148,66 +146,66 @@
     ui.cont.onclick = function () { write(true); };
     ui.context.addEventListener("input", function () { text = ""; redraw(); });
     Object.keys(inputs).forEach(function (k) { inputs[k].addEventListener("change", redraw); });
-    return redraw;  // run once the model is ready
+    return redraw;  // run once mounted
   }
 
   // --- chapter 1: one character at a time, the KV cache filling -------------------------
-  function step(ui) {
-    var inputs = { temperature: slider(ui, RULE_INPUTS[0]) }, state = null;
+  function drawCache(ui, m, stream) {
+    var c = m.config, used = stream.ids.length, W = 900, cell = W / c.block_size;
+    var svg = ui.cacheSvg || (ui.cacheSvg = document.createElementNS("http://www.w3.org/2000/svg", "svg"));
+    svg.setAttribute("viewBox", "0 0 " + W + " " + (c.n_layer * 14 + 4));
+    svg.setAttribute("width", "100%");
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    for (var l = 0; l < c.n_layer; l++) for (var j = 0; j < c.block_size; j++) {
+      var r = document.createElementNS(svg.namespaceURI, "rect");
+      r.setAttribute("x", j * cell); r.setAttribute("y", 2 + l * 14);
+      r.setAttribute("width", Math.max(cell - 0.6, 0.5)); r.setAttribute("height", 12);
+      r.setAttribute("fill", j < used - 1 ? "#1f77b4" : j === used - 1 ? "#ff7f0e" : "#eee");
+      svg.appendChild(r);
+    }
+    var perSlot = 2 * c.n_layer * c.d_model * 4;
+    ui.cache.textContent = "KV cache: " + used + " of " + c.block_size + " slots filled in each of " + c.n_layer +
+      " layers (newest in orange); keys and values take " + perSlot + " bytes a slot, " +
+      (used * perSlot / 1024).toFixed(1) + " KiB now";
+    ui.cache.appendChild(svg);
+  }
+  function step(ui, m) {
+    var D = window.slm.decoding, inputs = { temperature: slider(ui, RULE_INPUTS[0], m) }, state = null;
+    var block = m.config.block_size;
     ui.cache = el("div", { class: "slm-cache", style: "font-family:monospace;font-size:12px" }, ui.view);
     function reset() { state = null; ui.output.textContent = ""; }
-    function drawCache(m, stream) {
-      var c = m.config, used = stream.ids.length, W = 900, cell = W / c.block_size;
-      var svg = ui.cacheSvg || (ui.cacheSvg = document.createElementNS("http://www.w3.org/2000/svg", "svg"));
-      svg.setAttribute("viewBox", "0 0 " + W + " " + (c.n_layer * 14 + 4));
-      svg.setAttribute("width", "100%");
-      while (svg.firstChild) svg.removeChild(svg.firstChild);
-      for (var l = 0; l < c.n_layer; l++) for (var j = 0; j < c.block_size; j++) {
-        var r = document.createElementNS(svg.namespaceURI, "rect");
-        r.setAttribute("x", j * cell); r.setAttribute("y", 2 + l * 14);
-        r.setAttribute("width", Math.max(cell - 0.6, 0.5)); r.setAttribute("height", 12);
-        r.setAttribute("fill", j < used - 1 ? "#1f77b4" : j === used - 1 ? "#ff7f0e" : "#eee");
-        svg.appendChild(r);
-      }
-      var perSlot = 2 * c.n_layer * c.d_model * 4;
-      ui.cache.textContent = "KV cache: " + used + " of " + c.block_size + " slots filled in each of " + c.n_layer +
-        " layers (newest in orange); keys and values take " + perSlot + " bytes a slot, " +
-        (used * perSlot / 1024).toFixed(1) + " KiB now";
-      ui.cache.appendChild(svg);
+    function one(cfg, left) {
+      if (!left) { busy(ui, false); return; }
+      var context = state.ids.slice(D.windowStart(state.ids.length, block));  // generate's slide
+      return state.stream.advanceTo(context).then(function (rows) {
+        var logits = rows[rows.length - 1], raw = D.softmax(logits), shaped = D.shape(logits, context, cfg);
+        var probs = D.distribution(shaped, cfg), id = D.choose(shaped, cfg, state.random);
+        var top = D.order(raw, true).slice(0, 20);
+        chart(ui, "step", top.map(function (i, rank) {
+          return { rank: rank, ch: label(m.chars[i]), p: raw[i], drawn: i === id };
+        }), { title: "next character: drew " + JSON.stringify(m.chars[id]) + " (p = " + probs[id].toFixed(3) +
+                     "; the model's 20 most probable shown)" });
+        var before = ui.context.value + state.text;
+        state.ids.push(id);
+        state.text += m.chars[id];
+        showText(ui, before, m.chars[id]);
+        drawCache(ui, m, state.stream);
+        ok(ui, state.text.length + " characters generated; this step fed " + rows.length + " character(s) to the model");
+        ui.root.setAttribute("data-state", String(state.text.length));
+        return new Promise(function (r) { setTimeout(r, left > 1 ? 30 : 0); }).then(function () { return one(cfg, left - 1); });
+      });
     }
     function advance(k) {
       busy(ui, true);
-      var s;
-      try { s = window.slm.checkSettings(settingsOf(inputs)); } catch (e) { return fail(ui, e); }
-      return window.slm.load().then(function (m) {
+      try {
+        var cfg = D.config(settingsOf(inputs));
         if (!state) {
-          var ids = window.slm.tokenize(m, ui.context.value).slice(-m.config.block_size);
+          var ids = D.encode(m.chars, ui.context.value).slice(-block);
           if (!ids.length) throw new Error("the context is empty: type at least one character");
-          state = { ids: ids, stream: new window.slm.Stream(m), text: "", random: window.slm.generator(ui.seed++) };
+          state = { ids: ids, stream: new window.slm.Stream(m), text: "", random: D.generator(ui.seed++) };
         }
-        function one(left) {
-          if (!left) { busy(ui, false); return; }
-          if (state.ids.length >= m.config.block_size) state.ids = window.slm.windowOf(m, state.ids, 1);
-          return state.stream.advanceTo(state.ids).then(function (rows) {
-            var logits = rows[rows.length - 1], raw = window.slm.softmax(logits);
-            var probs = window.slm.shaped(logits, state.ids, s), id = window.slm.draw(probs, state.random);
-            var top = raw.map(function (p, i) { return i; }).sort(function (a, b) { return raw[b] - raw[a] || a - b; }).slice(0, 20);
-            chart(ui, "step", top.map(function (i, rank) {
-              return { rank: rank, ch: label(m.chars[i]), p: raw[i], drawn: i === id };
-            }), { title: "next character: drew " + JSON.stringify(m.chars[id]) + " (p = " + probs[id].toFixed(3) +
-                         "; the model's 20 most probable shown)" });
-            var before = ui.context.value + state.text;
-            state.ids.push(id);
-            state.text += m.chars[id];
-            showText(ui, before, m.chars[id]);
-            drawCache(m, state.stream);
-            ok(ui, state.text.length + " characters generated; this step fed " + rows.length + " character(s) to the model");
-            ui.root.setAttribute("data-state", String(state.text.length));
-            return new Promise(function (r) { setTimeout(r, left > 1 ? 30 : 0); }).then(function () { return one(left - 1); });
-          });
-        }
-        return one(k);
-      }).catch(function (e) { fail(ui, e); });
+      } catch (e) { return fail(ui, e); }
+      return Promise.resolve(one(cfg, k)).catch(function (e) { fail(ui, e); });
     }
     ui.sample.textContent = "Sample one";
     ui.cont.textContent = "Continue 40";
@@ -217,9 +215,9 @@
   }
 
   // --- chapter 6: speculative decoding with the draft model, round by round --------------
-  function speculative(ui) {
-    var inputs = { temperature: slider(ui, RULE_INPUTS[0]) }, text = "", totals = null;
-    var gamma = slider(ui, ["gamma", "gamma (proposals a round)", 1, 8, 1, null]);
+  function speculative(ui, m) {
+    var inputs = { temperature: slider(ui, RULE_INPUTS[0], m) }, text = "", totals = null;
+    var gamma = slider(ui, ["gamma", "gamma (proposals a round)", 1, 8, 1, null], m);
     gamma.value = 4;
     gamma.dispatchEvent(new Event("input"));
     ui.rounds = el("div", { class: "slm-rounds", style: "font-family:monospace;font-size:13px;line-height:1.9;" +
@@ -240,7 +238,7 @@
       if (!more || !totals) { text = ""; totals = { proposed: 0, accepted: 0 }; ui.rounds.textContent = ""; }
       var context = ui.context.value + text, seed = ui.seed++, g = +gamma.value, base = { p: totals.proposed, a: totals.accepted };
       ok(ui, "loading the draft and running rounds\u2026");
-      return window.slm.speculative(context, LINE / 2, g, settingsOf(inputs), seed, function (r) {
+      return window.slm.speculative(context.slice(-m.config.block_size), LINE / 2, g, settingsOf(inputs), seed, function (r) {
         round(r.proposed, r.accepted, r.next);
         showText(ui, ui.context.value + text, r.text);
       }).then(function (r) {
@@ -248,7 +246,7 @@
         totals.proposed = base.p + r.proposed;
         totals.accepted = base.a + r.accepted;
         ok(ui, r.rounds + " rounds, " + (r.text.length / r.rounds).toFixed(2) + " characters per pass of the main model; " +
-           "acceptance so far " + (100 * totals.accepted / totals.proposed).toFixed(1) + "% (seed " + seed + ")");
+           "acceptance so far " + (100 * totals.accepted / Math.max(totals.proposed, 1)).toFixed(1) + "% (seed " + seed + ")");
         ui.root.setAttribute("data-state", String(text.length));
         busy(ui, false);
       }).catch(function (e) { fail(ui, e); });
@@ -262,16 +260,20 @@
   function mount(root) {
     if (root.getAttribute("data-mounted")) return;
     root.setAttribute("data-mounted", "1");
-    var ui = frame(root), onReady = KINDS[ui.cfg.kind](ui);
-    runtime.then(function () {
-      busy(ui, false);
-      ok(ui, "the model runs in this page (ONNX Runtime Web); type your own context");
-      root.setAttribute("data-ready", "1");
-      if (onReady) return onReady();
-    }).catch(function (e) { fail(ui, e); });
+    var ui = frame(root);
     ui.root.slmUi = ui;
+    runtime.then(function (slm) {
+      return slm.load().then(function (m) {
+        var onReady = KINDS[ui.cfg.kind](ui, m);
+        busy(ui, false);
+        ok(ui, "the model runs in this page (ONNX Runtime Web); type your own context");
+        root.setAttribute("data-ready", "1");
+        if (onReady) return onReady();
+      });
+    }).catch(function (e) { fail(ui, e); });
   }
   function mountAll() { document.querySelectorAll(".slm-live").forEach(mount); }
   window.slmExplorers = { mountAll: mountAll };
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   mountAll();
 })();

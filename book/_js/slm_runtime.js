@@ -6,34 +6,32 @@
 
      await slm.ready                                 // the main model is loaded
      await slm.nextDistribution("KATHARINA:\n")      // [p(char 0), ..., p(char V-1)]
-     await slm.generate(prompt, n, {temperature: 0.8, top_p: 0.95}, seed)   // the text
+     await slm.generate(prompt, n, {temperature: 0.8, top_p: 0.95, stop: ["\n\n"]}, seed)
 
-   settings use the keyword names of slm.generate in Python: temperature (0 = greedy),
-   top_k, top_p, min_p, typical_p, epsilon, eta, repetition_penalty, and stop. The rules are
-   RulesExplorer's (shakespeare_lm/site/static/rules_explorer.js, tested against rules.py), applied
-   in rules.ORDER after the repetition penalty; a seeded generator makes sampling
-   reproducible (the same seed gives the same text here, not the same text as Python). */
+   generate takes what Python's slm.generate takes, under the same names and with the same
+   meaning and error messages: temperature (0 = greedy), top_k, top_p, min_p, typical_p,
+   epsilon, eta, repetition_penalty, frequency_penalty, presence_penalty (they count the
+   prompt and the text so far), seed, stop (a string or a list of strings; the text ends at
+   the end of any of them, kept in it) and context_overflow ("stop", the default, or
+   "slide"). How each character is chosen is shakespeare_lm/site/static/decoding.js, the one
+   JavaScript copy of shakespeare_lm.decoding (tested against it), loaded with the model as
+   slm.decoding. A seeded generator makes sampling reproducible (the same seed gives the same
+   text here, not the same text as Python; greedy text is Python's).
+
+   Scripts are loaded by slmVega.loadScript (book/_js/slm_vega.js, loaded before this file). */
 (function () {
   "use strict";
   if (window.slm) return;
+  if (!window.slmVega) throw new Error("slm_runtime.js needs slm_vega.js (the site's script loader) loaded before it");
   var me = document.currentScript && document.currentScript.src;
   var LIVE = me.substring(0, me.lastIndexOf("/") + 1) + "live/";
-  var RULES = ["temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta"];
-  var KNOWN = ["repetition_penalty"].concat(RULES, ["stop"]);
-  var scripts = {}, models = {}, ortPromise = null, timings = {};
+  var models = {}, ortPromise = null, timings = {}, D = null;  // D: SlmDecoding, once loaded
   function mark(what) { timings[what] = Math.round(performance.now()); }  // ms since navigation
 
   // --- loading: scripts, then gzip+base64 -> bytes, then an ONNX Runtime session -------
-  function loadScript(name) {
-    if (!scripts[name]) scripts[name] = new Promise(function (resolve, reject) {
-      var s = document.createElement("script");
-      s.src = LIVE + name;
-      s.onload = function () { resolve(); };
-      s.onerror = function () { reject(new Error("could not load " + s.src + ": build the site with `make book`")); };
-      document.head.appendChild(s);
-    });
-    return scripts[name];
-  }
+  /** A script of _static/live/ (a Promise, once per page). */
+  function loadAsset(name) { return window.slmVega.loadScript(LIVE + name); }
+  var decoding = loadAsset("decoding.js").then(function () { D = window.SlmDecoding; return D; });
   function unpack(b64) {
     var bytes;
     if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(b64);
@@ -51,7 +49,7 @@
     return a;
   }
   function loadOrt() {
-    if (!ortPromise) ortPromise = Promise.all([loadScript("ort.wasm.min.js"), loadScript("ort_wasm.js")])
+    if (!ortPromise) ortPromise = Promise.all([loadAsset("ort.wasm.min.js"), loadAsset("ort_wasm.js")])
       .then(function () {
         var a = asset("ort");
         mark("runtime scripts");
@@ -73,11 +71,11 @@
     name = name || "shakespeare";
     if (models[name]) return models[name];
     var a;
-    var bytes = loadScript("model_" + name + ".js").then(function () {  // unpacked while the runtime compiles
+    var bytes = loadAsset("model_" + name + ".js").then(function () {  // unpacked while the runtime compiles
       a = asset("model_" + name);
       return unpack(a.onnx_gz_b64);
     });
-    models[name] = Promise.all([loadOrt(), bytes, loadScript("rules_explorer.js")]).then(function (r) {
+    models[name] = Promise.all([loadOrt(), bytes, decoding]).then(function (r) {
       mark(name + " bytes");
       return r[0].InferenceSession.create(r[1], { executionProviders: ["wasm"], graphOptimizationLevel: "all" })
         .then(function (session) {
@@ -87,19 +85,6 @@
         });
     });
     return models[name];
-  }
-
-  // --- tokenizer -------------------------------------------------------------------------
-  function encode(model, text) {
-    var ids = [];
-    for (var i = 0; i < text.length; i++) {
-      var id = model.chars.indexOf(text[i]);
-      if (id < 0) throw new Error("character " + JSON.stringify(text[i]) + " at position " + i +
-        " is not in the vocabulary; the model knows only these " + model.chars.length +
-        " characters: " + JSON.stringify(model.chars));
-      ids.push(id);
-    }
-    return ids;
   }
   function decode(model, ids) { return ids.map(function (i) { return model.chars[i]; }).join(""); }
 
@@ -119,11 +104,11 @@
     if (length >= P) return;
     this.ids = this.ids.slice(0, length);
     if (length === 0) { this.k = this.v = this.empty(); return; }
-    var c = this.model.config, D = c.head_dim, blocks = c.n_layer * c.n_head, ort = this.model.ort;
+    var c = this.model.config, hs = c.head_dim, blocks = c.n_layer * c.n_head, ort = this.model.ort;
     function cut(t) {  // (L, 1, nh, P, hs) -> (L, 1, nh, length, hs)
-      var out = new Float32Array(blocks * length * D);
-      for (var b = 0; b < blocks; b++) out.set(t.data.subarray(b * P * D, b * P * D + length * D), b * length * D);
-      return new ort.Tensor("float32", out, [c.n_layer, 1, c.n_head, length, D]);
+      var out = new Float32Array(blocks * length * hs);
+      for (var b = 0; b < blocks; b++) out.set(t.data.subarray(b * P * hs, b * P * hs + length * hs), b * length * hs);
+      return new ort.Tensor("float32", out, [c.n_layer, 1, c.n_head, length, hs]);
     }
     this.k = cut(this.k);
     this.v = cut(this.v);
@@ -154,95 +139,52 @@
     return this.feed(ids.slice(n));
   };
 
-  // --- decoding rules and the sampler ------------------------------------------------------
-  function checkSettings(settings) {
-    settings = settings || {};
-    var unknown = Object.keys(settings).filter(function (k) { return KNOWN.indexOf(k) < 0; });
-    if (unknown.length) throw new Error("unknown decoding rule(s) " + JSON.stringify(unknown) + "; known: " + JSON.stringify(KNOWN));
-    var t = settings.temperature === undefined || settings.temperature === null ? 1 : settings.temperature;
-    if (!(typeof t === "number" && t >= 0 && isFinite(t)))
-      throw new Error("temperature=" + t + " is invalid: temperature must be a number >= 0 (0 means greedy)");
-    var rp = settings.repetition_penalty;
-    if (rp !== undefined && rp !== null && !(typeof rp === "number" && rp > 0 && isFinite(rp)))
-      throw new Error("repetition_penalty=" + rp + " is invalid: repetition_penalty must be a number > 0");
-    var out = { temperature: t, repetition_penalty: rp === undefined ? null : rp, stop: settings.stop || null };
-    RULES.slice(1).forEach(function (k) { out[k] = settings[k] === undefined ? null : settings[k]; });
-    if (t > 0) window.RulesExplorer.compose([0, 1], out);  // bad values throw now, not mid-text
-    return out;
-  }
-  /* CTRL's penalty (Keskar et al. 2019), as rules.repetition_penalty: a character seen in
-     `history` has a positive logit divided by the penalty and a negative one multiplied. */
-  function repetitionPenalty(logits, history, penalty) {
-    var seen = {};
-    history.forEach(function (id) { seen[id] = true; });
-    return Array.prototype.map.call(logits, function (x, i) {
-      return seen[i] ? (x > 0 ? x / penalty : x * penalty) : x;
-    });
-  }
-  /* The distribution the next character is drawn from (all mass on the argmax when greedy):
-     the penalty, then the rules in order, then softmax. */
-  function shaped(logits, history, settings) {
-    var l = settings.repetition_penalty === null ? Array.from(logits)
-      : repetitionPenalty(logits, history, settings.repetition_penalty);
-    return window.RulesExplorer.surviving(l, settings);
-  }
-  /* mulberry32: a small seeded generator of uniform numbers in [0, 1). */
-  function generator(seed) {
-    var a = (seed === undefined || seed === null ? Math.floor(Math.random() * 4294967296) : seed) >>> 0;
-    return function () {
-      a = (a + 0x6D2B79F5) | 0;
-      var t = Math.imul(a ^ (a >>> 15), 1 | a);
-      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-    };
-  }
-  /* Draw an id from probabilities `p` with one uniform number (inverse CDF in id order). */
-  function draw(p, random) {
-    var u = random(), total = 0, last = 0;
-    for (var i = 0; i < p.length; i++) {
-      if (p[i] > 0) { total += p[i]; last = i; if (u < total) return i; }
-    }
-    return last;
-  }
-  function softmax(logits) {
-    var lp = window.RulesExplorer.logSoftmax(Array.from(logits));
-    return lp.map(Math.exp);
-  }
-  function windowOf(model, ids, room) {
-    // the model sees at most block_size characters: when the next `room` would not fit,
-    // keep the last half of the window (positions restart), as generate(context_overflow="slide")
-    var block = model.config.block_size;
-    return ids.length + room <= block ? ids : ids.slice(-Math.floor(block / 2));
-  }
-
   // --- the public calls ----------------------------------------------------------------------
-  /** The next-character probabilities after `context` (its last block_size characters). */
-  function nextDistribution(context, name) {
+  /** The model's next-character logits after `context` (its last block_size characters):
+      a Promise of {logits (V), ids (what the model saw, the history the penalties count)}. */
+  function nextLogits(context, name) {
     return load(name).then(function (m) {
       if (!context) throw new Error("the context is empty: the model needs at least one character");
-      var ids = encode(m, context).slice(-m.config.block_size);
-      return new Stream(m).feed(ids).then(function (rows) { return softmax(rows[rows.length - 1]); });
+      var ids = D.encode(m.chars, context).slice(-m.config.block_size);
+      return new Stream(m).feed(ids).then(function (rows) {
+        return { logits: Array.from(rows[rows.length - 1]), ids: ids };
+      });
     });
   }
-  /** Continue `prompt` by up to `n` characters under `settings`, one character per step,
-      calling onStep({id, char, probs, cacheLength}) after each; a Promise of
-      {text, ids, stopReason}. */
+  /** The next-character probabilities after `context` (its last block_size characters). */
+  function nextDistribution(context, name) {
+    return nextLogits(context, name).then(function (r) { return D.softmax(r.logits); });
+  }
+  /* `settings` with `seed` (an argument of generate) in it; given twice, they must agree. */
+  function seeded(settings, seed) {
+    if (settings !== undefined && settings !== null && (typeof settings !== "object" || Array.isArray(settings))) {
+      D.config(settings);  // refused with config's message
+    }
+    var s = Object.assign({}, settings);
+    if (seed === undefined || seed === null) return s;
+    if (s.seed !== undefined && s.seed !== null && s.seed !== seed) {
+      throw D.valueError("seed=" + D.repr(seed) + " and settings.seed=" + D.repr(s.seed) +
+                         " disagree: give the seed once");
+    }
+    s.seed = seed;
+    return s;
+  }
+  /** Continue `prompt` by up to `n` characters under `settings` (as Python's generate:
+      DecodingConfig's fields and context_overflow) and `seed`, one character per step,
+      calling onStep({id, char, probs, logits, cacheLength}) after each; a Promise of
+      {text, ids, logprobs, stopReason}. */
   function sample(prompt, n, settings, seed, onStep, name) {
     return load(name).then(function (m) {
-      var s = checkSettings(settings), random = generator(seed);
-      var ids = encode(m, prompt), stream = new Stream(m), out = [], text = "";
-      if (!ids.length) throw new Error("the prompt is empty: the model needs at least one character");
+      var s = seeded(settings, seed), overflow = s.context_overflow;
+      delete s.context_overflow;
+      var g = new D.Generation(m.chars, m.config.block_size, prompt, n, s, overflow), stream = new Stream(m);
       function step() {
-        if (out.length >= n) return { text: text, ids: out, stopReason: "max_tokens" };
-        var context = windowOf(m, ids, 0);
+        var context = g.context();
+        if (context === null) return g.result();
         return stream.advanceTo(context).then(function (rows) {
-          var probs = shaped(rows[rows.length - 1], context, s);
-          var id = draw(probs, random);
-          ids.push(id); out.push(id); text += m.chars[id];
-          if (onStep) onStep({ id: id, char: m.chars[id], probs: probs, logits: rows[rows.length - 1],
+          var logits = rows[rows.length - 1], chosen = g.push(logits);
+          if (onStep) onStep({ id: chosen.id, char: chosen.char, probs: chosen.probs, logits: logits,
                                cacheLength: stream.ids.length });
-          if (s.stop && text.endsWith(s.stop)) return { text: text, ids: out, stopReason: "stop_sequence" };
-          if (ids.length >= m.config.block_size) ids = windowOf(m, ids, 1);
           return step();
         });
       }
@@ -255,66 +197,89 @@
   }
 
   /** Speculative decoding (Leviathan et al. 2023) with the draft model: each round the draft
-      proposes `gamma` characters, the main model scores them all in one pass, and each is
-      kept with probability min(1, p/q); the first rejection is replaced by a draw from
+      proposes up to `gamma` characters, the main model scores them all in one pass, and each
+      is kept with probability min(1, p/q); the first rejection is replaced by a draw from
       max(p - q, 0), and if all are kept a bonus character comes from the main model. Both
-      models use the same rules (`settings`, without the penalty). onRound({proposed,
-      accepted, next, text, acceptance}) after each round; a Promise of {text, rounds,
-      proposed, accepted, acceptance}. */
+      models use the same sampler (`settings` as generate's; the penalties count the text so
+      far and the proposals before each). The text slides through context windows as
+      generate(context_overflow="slide") does. onRound({proposed, accepted, next, text,
+      acceptance, rounds}) after each round; a Promise of {text, rounds, proposed, accepted,
+      acceptance, stopReason}. */
   function speculative(prompt, n, gamma, settings, seed, onRound) {
     return Promise.all([load("shakespeare"), load("draft")]).then(function (ms) {
-      var target = ms[0], draft = ms[1], s = checkSettings(settings), random = generator(seed);
-      if (s.repetition_penalty !== null) throw new Error("speculative decoding here takes no repetition_penalty");
-      if (!(Number.isInteger(gamma) && gamma >= 1)) throw new Error("gamma=" + gamma + " is invalid: gamma must be an integer >= 1");
-      var T = new Stream(target), D = new Stream(draft), ids = encode(target, prompt);
-      var st = { text: "", rounds: 0, proposed: 0, accepted: 0, acceptance: 0 };
-      if (!ids.length) throw new Error("the prompt is empty: the model needs at least one character");
-      function propose(x, proposals, qs, g) {
-        if (proposals.length === g) return Promise.resolve();
-        return D.advanceTo(x.concat(proposals)).then(function (rows) {
-          var q = shaped(rows[rows.length - 1], [], s);
-          qs.push(q);
-          proposals.push(draw(q, random));
-          return propose(x, proposals, qs, g);
-        });
-      }
+      var target = ms[0], cfg = D.config(seeded(settings, seed)), block = target.config.block_size;
+      var ids = D.encodePrompt(target.chars, prompt, block);
+      D.checkMaxNewTokens(n);
+      D.checkCount("gamma", gamma, 1, " (draft tokens per round)");
+      var sp = { target: target, T: new Stream(target), Dr: new Stream(ms[1]), cfg: cfg, random: D.generator(cfg.seed),
+                 ids: ids, out: [], st: { text: "", rounds: 0, proposed: 0, accepted: 0, acceptance: 0, stopReason: null } };
       function round() {
-        if (st.text.length >= n) return st;
-        var g = Math.min(gamma, n - st.text.length), x = windowOf(target, ids, g), proposals = [], qs = [];
-        return propose(x, proposals, qs, g).then(function () {
-          T.truncate(x.length - 1);  // the main model's cache holds the text but its last character
-          return T.advanceTo(x.concat(proposals));
-        }).then(function (rows) {
-          var ps = rows.slice(-(g + 1)).map(function (r) { return shaped(r, [], s); });
-          var k = 0;
-          while (k < g && random() < Math.min(1, ps[k][proposals[k]] / qs[k][proposals[k]])) k++;
-          var next;
-          if (k < g) {  // rejected: draw from the residual max(p - q, 0), normalised
-            var residual = ps[k].map(function (p, i) { return Math.max(p - qs[k][i], 0); });
-            var total = residual.reduce(function (a, b) { return a + b; }, 0);
-            next = draw(total > 0 ? residual.map(function (r) { return r / total; }) : ps[k], random);
-          } else next = draw(ps[g], random);  // all kept: a bonus character
-          var emitted = proposals.slice(0, k).concat([next]).slice(0, n - st.text.length);
-          ids = x.concat(emitted);
-          st.text += decode(target, emitted);
-          st.rounds++; st.proposed += g; st.accepted += k; st.acceptance = st.accepted / st.proposed;
-          if (onRound) onRound({ proposed: decode(target, proposals), accepted: k, next: target.chars[next],
-                                 text: st.text, acceptance: st.acceptance, rounds: st.rounds });
+        if (sp.out.length >= n) sp.st.stopReason = sp.st.stopReason || "max_tokens";
+        if (sp.st.stopReason) return sp.st;
+        return speculativeRound(sp, gamma, n).then(function (r) {
+          if (onRound) onRound(Object.assign({ text: sp.st.text, acceptance: sp.st.acceptance, rounds: sp.st.rounds }, r));
           return round();
         });
       }
       return round();
     });
   }
+  /* The draft's proposals after x, drawn one by one: fills `proposals` and their q. */
+  function propose(sp, x, proposals, qs, g) {
+    if (proposals.length === g) return Promise.resolve();
+    var context = x.concat(proposals);
+    return sp.Dr.advanceTo(context).then(function (rows) {
+      var q = D.probs(rows[rows.length - 1], context, sp.cfg);
+      qs.push(q);
+      proposals.push(D.draw(q, sp.random));
+      return propose(sp, x, proposals, qs, g);
+    });
+  }
+  /* One round: propose, verify in one pass of the main model, keep, emit. */
+  function speculativeRound(sp, gamma, n) {
+    var block = sp.target.config.block_size, i = sp.ids.length;
+    var x = sp.ids.slice(D.windowStart(i, block)), proposals = [], qs = [];
+    var g = Math.max(0, Math.min(gamma, n - sp.out.length, D.windowEnd(i, block) - i - 1));  // never past the window
+    return propose(sp, x, proposals, qs, g).then(function () {
+      sp.T.truncate(x.length - 1);  // the main model's cache holds the text but its last character
+      return sp.T.advanceTo(x.concat(proposals));
+    }).then(function (rows) {
+      var ps = rows.slice(-(g + 1)).map(function (r, j) { return D.probs(r, x.concat(proposals.slice(0, j)), sp.cfg); });
+      var k = 0;
+      while (k < g && sp.random() < Math.min(1, ps[k][proposals[k]] / qs[k][proposals[k]])) k++;
+      var next;
+      if (k < g) {  // rejected: draw from the residual max(p - q, 0), normalised
+        var residual = ps[k].map(function (p, j) { return Math.max(p - qs[k][j], 0); });
+        var total = residual.reduce(function (a, b) { return a + b; }, 0);
+        next = D.draw(total > 0 ? residual.map(function (r) { return r / total; }) : ps[k], sp.random);
+      } else next = D.draw(ps[g], sp.random);  // all kept: a bonus character
+      emit(sp, proposals.slice(0, k).concat([next]), n);
+      var st = sp.st;
+      st.rounds++; st.proposed += g; st.accepted += k; st.acceptance = st.proposed ? st.accepted / st.proposed : 0;
+      return { proposed: decode(sp.target, proposals), accepted: k, next: sp.target.chars[next] };
+    });
+  }
+  /* Append a round's new characters until one ends the text (a stop sequence, or n). */
+  function emit(sp, emitted, n) {
+    for (var j = 0; j < emitted.length && !sp.st.stopReason; j++) {
+      sp.ids.push(emitted[j]);
+      sp.out.push(emitted[j]);
+      sp.st.text += sp.target.chars[emitted[j]];
+      if (sp.cfg.stop.some(function (s) { return sp.st.text.endsWith(s); })) sp.st.stopReason = "stop_sequence";
+      else if (sp.out.length >= n) sp.st.stopReason = "max_tokens";
+    }
+  }
 
   window.slm = {
-    ready: load("shakespeare").then(function (m) { window.slm.chars = m.chars; window.slm.config = m.config; return window.slm; }),
-    load: load, nextDistribution: nextDistribution, generate: generate, sample: sample,
-    speculative: speculative, timings: timings,
-    encode: function (text) { return load().then(function (m) { return encode(m, text); }); },
-    tokenize: encode,
-    Stream: Stream, checkSettings: checkSettings, shaped: shaped, generator: generator, draw: draw,
-    softmax: softmax, repetitionPenalty: repetitionPenalty, windowOf: windowOf, decode: decode,
-    loadScript: loadScript
+    ready: load("shakespeare").then(function (m) {
+      window.slm.chars = m.chars;
+      window.slm.config = m.config;
+      window.slm.decoding = D;
+      return window.slm;
+    }),
+    load: load, loadAsset: loadAsset, nextLogits: nextLogits, nextDistribution: nextDistribution,
+    generate: generate, sample: sample, speculative: speculative, timings: timings,
+    Stream: Stream, decode: decode,
+    encode: function (text) { return load().then(function (m) { return D.encode(m.chars, text); }); }
   };
 })();

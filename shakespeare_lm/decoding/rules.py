@@ -5,9 +5,9 @@ Each rule returns new logits (its input is never modified) in which filtered tok
 equal logits the lower token id ranks first, so ``top_k(l, 1)`` keeps exactly the token
 that ``greedy`` (argmax) picks. Invalid parameters raise ``ValueError`` naming the
 parameter, its value and the valid range. The thresholds are computed in float64 (where the
-device has it), so a rule decides the same way as the book's JavaScript explorer, which
-re-implements these rules (``shakespeare_lm/site/static/rules_explorer.js``); a value within
-``TOL`` of a threshold counts as reaching it.
+device has it), so a rule decides the same way as the book's pages, whose one JavaScript
+copy of these rules is ``shakespeare_lm/site/static/decoding.js``; a value within ``TOL`` of
+a threshold counts as reaching it.
 
 ``compose`` applies the rules in the documented order, the one used by Hugging Face
 transformers' ``generate``:

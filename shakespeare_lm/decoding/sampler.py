@@ -36,7 +36,11 @@ FREE = object()
 
 
 def _stops(stop) -> tuple[str, ...]:
-    stops = () if stop is None else (stop,) if isinstance(stop, str) else tuple(stop)
+    """``stop`` (None, a str, or a list or tuple of str) as a tuple of stop sequences."""
+    if stop is None:
+        return ()
+    stops = (stop,) if isinstance(stop, str) else tuple(stop) if isinstance(
+        stop, (list, tuple)) else (stop,)
     for s in stops:
         if not isinstance(s, str) or not s:
             raise ValueError(f"stop={stop!r} is invalid: every stop sequence must be a "

@@ -95,21 +95,23 @@ def _asset_script(key: str, value) -> str:
 
 
 def _without_source_map(text: str) -> str:
-    return "\n".join(line for line in text.splitlines() if not line.startswith("//# sourceMappingURL"))
+    return "\n".join(line for line in text.splitlines()
+                     if not line.startswith("//# sourceMappingURL"))
 
 
 def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
                 onnx_dir: Path = ONNX_DIR) -> None:
     """ONNX Runtime Web (its single-file classic build, the ES module that loads the
     WebAssembly, the binary) and the exported models, as scripts the page can load from
-    ``file://``; the JS decoding rules the runtime reuses, and the explorers' charts."""
+    ``file://``; ``decoding.js``, the JavaScript copy of ``shakespeare_lm.decoding`` that the
+    runtime decides every character with, and the explorers' charts."""
     ort = src / "onnxruntime-web" / "dist"
     vocab = onnx_dir / "vocab.json"
     needed = [ort / f for f in ORT_FILES] + [vocab]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
-        raise SystemExit(f"missing {missing}: run `npm ci` and `python -m shakespeare_lm.interop.export` "
-                         "first (make book does)")
+        raise SystemExit(f"missing {missing}: run `npm ci` and "
+                         "`python -m shakespeare_lm.interop.export` first (make book does)")
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -123,7 +125,7 @@ def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
         (dest / f"model_{name}.js").write_text(_asset_script("model_" + name, {
             "name": name, "chars": meta["chars"], "config": config,
             "onnx_gz_b64": _packed((onnx_dir / f"{name}.onnx").read_bytes())}))
-    shutil.copy2(STATIC / "rules_explorer.js", dest / "rules_explorer.js")
+    shutil.copy2(STATIC / "decoding.js", dest / "decoding.js")
     (dest / "charts.js").write_text(_asset_script("charts", chart_specs()), "utf-8")
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     print(f"vendored ONNX Runtime Web and the models {sorted(meta['models'])} into {dest} "

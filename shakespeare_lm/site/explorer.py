@@ -6,11 +6,15 @@ distribution.
     explorer.static_explorer(model, tok)    # a kernel-free SliderFigure (site, JupyterLab)
 
 Both draw the model's raw probabilities as outlines and the distribution a token is
-drawn from after the rules (``surviving``) as solid bars; trimmed characters are grey.
-The live one computes with ``shakespeare_lm.decoding.rules`` and samples with ``slm.generate``;
-the static one embeds the full next-character logits at a handful of contexts and
-computes every rule in the page with Vega-Lite transforms (``rules_vega``), which
-``tests/site/test_rules_js.py`` runs in node and checks against ``rules``.
+drawn from after the rules (``surviving``, the sampler's) as solid bars; trimmed
+characters are grey. The live one computes with ``shakespeare_lm.decoding`` and samples
+with ``slm.generate``. The static one offers a handful of contexts, a few temperatures and
+no rule or one rule at one of a few settings; the distribution of every combination is
+computed here and stored in the figure, which only looks it up (``lookup_transforms``):
+plain Vega-Lite with no rule code, so it draws the same in JupyterLab and on the site.
+The live explorers of the site (``shakespeare_lm.site.live``) draw ``distribution_chart``
+too, from what the page's JavaScript copy of the decoding computes
+(``shakespeare_lm/site/static/decoding.js``).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from ..decoding import rules
 from ..decoding.generate import generate
 from ..decoding.sampler import DecodingConfig, Sampler
 from ..decoding.scoring import next_token_logits
-from . import rules_vega, style
+from . import style
 from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title, pick
 
 # The running example of the book (The Taming of the Shrew, held out from training).
@@ -100,7 +104,8 @@ def plot_distribution(ax, logits: torch.Tensor, tok, title: str = "", **config) 
            label="after the rules (renormalised)")
     ax.bar(x, [raw[i].item() for i in order], width=0.8, fill=False,
            edgecolor=["#bbbbbb" if t else "#333333" for t in trimmed], label="model, raw")
-    ax.set_xticks(list(x), [char_label(tok.chars[i]) for i in order], fontsize=9, family="monospace")
+    ax.set_xticks(list(x), [char_label(tok.chars[i]) for i in order], fontsize=9,
+                  family="monospace")
     for label, t in zip(ax.get_xticklabels(), trimmed):
         label.set_color("#bbbbbb" if t else "#222222")
     ax.set_xlim(-0.6, len(order) - 0.4)
@@ -110,60 +115,110 @@ def plot_distribution(ax, logits: torch.Tensor, tok, title: str = "", **config) 
 
 
 # --- kernel-free explorer -------------------------------------------------------------
-def _fmt_off(off_value, fmt):
-    return lambda v: f"off ({fmt(v)})" if v == off_value else fmt(v)
+# Its controls: a context, a temperature, and no rule or one rule at one setting. Every
+# combination's distribution is computed here (``surviving``, the sampler's) and stored in the
+# figure: the page only looks it up, so it needs no rule code (plain Vega-Lite, as JupyterLab
+# draws it) and shows exactly the package's numbers.
+STATIC_TEMPERATURES = (0.0, 0.5, 0.7, 1.0, 1.5, 2.0)
+STATIC_RULES = {"top_k": (1, 2, 3, 5, 10, 20, 40),
+                "top_p": (0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99),
+                "min_p": (0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5),
+                "typical_p": (0.2, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99),
+                "epsilon": (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1),
+                "eta": (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1)}
+RULE_LABELS = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical",
+               "epsilon": "epsilon", "eta": "eta"}
+UNITS = 10_000  # a stored probability is an integer number of 1/UNITS
 
 
-def static_sliders(n_contexts: int, labels: Sequence[str], vocab_size: int) -> list[Slider]:
-    """The explorer's sliders: a context, then each rule over a grid of values."""
-    num = "{:g}".format
-    return [
-        Slider("context", list(range(n_contexts)), 0, "context", fmt=lambda i: labels[i]),
-        Slider("temperature", [0.0] + [round(0.1 * i, 1) for i in range(1, 21)] + [2.5, 3.0], 1.0,
-               "temperature", fmt=lambda v: "0 (greedy)" if v == 0 else num(v)),
-        Slider("top_k", [1, 2, 3, 5, 10, 20, 40, vocab_size], vocab_size, "top-k",
-               fmt=_fmt_off(vocab_size, str)),
-        Slider("top_p", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 1.0], 1.0,
-               "top-p", fmt=_fmt_off(1.0, num)),
-        Slider("min_p", [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.8, 1.0], 0.0, "min-p",
-               fmt=_fmt_off(0.0, num)),
-        Slider("typical_p", [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0], 1.0,
-               "typical mass", fmt=_fmt_off(1.0, num)),
-        Slider("epsilon", [0.0, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1], 0.0, "epsilon",
-               fmt=_fmt_off(0.0, num)),
-        Slider("eta", [0.0, 1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1, 0.3], 0.0, "eta",
-               fmt=_fmt_off(0.0, num)),
-    ]
+def rule_choices(vocab_size: int) -> list[tuple[str, dict]]:
+    """The explorer's rule control: ``(label, settings)`` for no rule, then each rule of
+    ``STATIC_RULES`` at each of its settings (top-k below the vocabulary's size)."""
+    out = [("none", {})]
+    for name, values in STATIC_RULES.items():
+        out += [(f"{RULE_LABELS[name]} {v:g}", {name: v}) for v in values
+                if name != "top_k" or v < vocab_size]
+    return out
 
 
-def explorer_data(model, tok, contexts: dict[str, str] | None = None, digits: int = 4) -> dict:
-    """What the static explorer embeds: the characters, and per context its text and full
-    next-character logits (rounded to ``digits``; the page computes every rule from them)."""
+def static_sliders(context_names: Sequence[str],
+                   choices: Sequence[tuple[str, dict]]) -> list[Slider]:
+    """The explorer's controls: a context, a temperature and a rule (each value an index)."""
+    temps = STATIC_TEMPERATURES
+    return [Slider("context", range(len(context_names)), 0, "context",
+                   fmt=lambda i: context_names[i]),
+            Slider("temperature", range(len(temps)), temps.index(1.0), "temperature",
+                   fmt=lambda i: "0 (greedy)" if temps[i] == 0 else f"{temps[i]:g}"),
+            Slider("rule", range(len(choices)), 0, "rule", fmt=lambda i: choices[i][0])]
+
+
+def encode_distribution(probs: Sequence[float], order: Sequence[int]) -> str:
+    """A distribution as the explorer stores it: the probabilities in ``order`` (the raw
+    ranking), each in units of 1/UNITS, a character the rules removed as an empty cell (one
+    they kept is never empty, at worst "0"), separated by spaces, without trailing empty
+    cells."""
+    cells = ["" if probs[i] == 0 else str(round(probs[i] * UNITS)) for i in order]
+    return " ".join(cells).rstrip(" ")
+
+
+def decode_distribution(cells: str, vocab_size: int, order: Sequence[int]) -> list[float | None]:
+    """``encode_distribution`` undone: per id, the probability, or None where removed."""
+    out: list[float | None] = [None] * vocab_size
+    for i, cell in zip(order, cells.split(" ")):
+        out[i] = None if cell == "" else int(cell) / UNITS
+    return out
+
+
+def state_index(context: int, temperature: int, rule: int, n_rules: int) -> int:
+    """The row of the explorer's ``states`` data for the controls' indices."""
+    return (context * len(STATIC_TEMPERATURES) + temperature) * n_rules + rule
+
+
+def _context_states(logits: torch.Tensor, order: list[int], choices) -> list[dict]:
+    """One context's rows of the ``states`` data, temperature by rule, in index order."""
+    rows = []
+    for t in STATIC_TEMPERATURES:
+        for _, rule in choices:
+            probs = surviving(logits, temperature=t, **rule)
+            bits = abs(rules.entropy_bits(probs.log()).item())
+            rows.append({"bits": round(bits, 2),
+                         "p": encode_distribution(probs.tolist(), order)})
+    return rows
+
+
+def explorer_data(model, tok, contexts: dict[str, str] | None = None) -> dict:
+    """What the kernel-free explorer stores: per context its ``name``, ``text``, ``logits``
+    (V, float64) and ``order`` (ids by raw probability, ties to the lower id); the rule
+    ``choices``; ``chars``, a row per context and character ``{ctx, r0, id, ch, raw_p}``
+    (``r0`` the raw rank from 1); ``states``, a row ``{s, bits, p}`` per combination of the
+    controls (``state_index``): the distribution ``p`` (``encode_distribution``) and its
+    entropy in bits."""
     contexts = CONTEXTS if contexts is None else contexts
-    return {"chars": list(tok.chars), "labels": [char_label(c) for c in tok.chars],
-            "contexts": [{"name": name, "text": text,
-                          "logits": [round(x, digits) for x in next_logits(model, tok, text).tolist()]}
-                         for name, text in contexts.items()]}
-
-
-def explorer_rows(data: dict) -> list[dict]:
-    """The explorer's logits as rows ``{ctx, id, ch, logit}`` (``ch``: the label)."""
-    return [{"ctx": c, "id": i, "ch": data["labels"][i], "logit": x}
-            for c, context in enumerate(data["contexts"])
-            for i, x in enumerate(context["logits"])]
+    choices = rule_choices(len(tok.chars))
+    out = {"contexts": [], "choices": choices, "chars": [], "states": []}
+    for c, (name, text) in enumerate(contexts.items()):
+        logits = next_logits(model, tok, text)
+        order = torch.sort(logits, descending=True, stable=True).indices.tolist()
+        raw = torch.softmax(logits, -1).tolist()
+        out["contexts"].append({"name": name, "text": text, "logits": logits, "order": order})
+        out["chars"] += [{"ctx": c, "r0": r + 1, "id": i, "ch": char_label(tok.chars[i]),
+                          "raw_p": raw[i]} for r, i in enumerate(order)]
+        out["states"] += _context_states(logits, order, choices)
+    out["states"] = [{"s": s, **row} for s, row in enumerate(out["states"])]
+    return out
 
 
 FINAL, RAW = "after the rules (renormalised)", "model, raw"
 
 
 def _bars(width: int, height: int):
-    """The chart of the explorer: per character (in order of raw probability) the raw
-    probability as an outline (grey where a rule removed it), the final one solid."""
+    """Per character (in order of raw probability, ``r0``) the raw probability ``raw_p`` as
+    an outline (grey where the rules removed it: ``kept`` false), the final one ``pf`` solid."""
     import altair as alt
 
     series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(
         domain=[FINAL, RAW], range=[style.PALETTE[0], style.INK]))
-    colour = alt.condition("datum.series == 'raw_p' && datum.pf == 0",
+    colour = alt.condition("datum.series == 'raw_p' && !datum.kept",
                            alt.value(style.MUTED), series)
     axis = alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
                     labelPadding=3)
@@ -183,16 +238,33 @@ def _bars(width: int, height: int):
     return alt.layer(solid, outline).properties(width=width, height=height)
 
 
+def summary_transforms() -> list[dict]:
+    """From the rows of one distribution, one row (the most probable character now, ties to
+    the lower ``r0``) with ``n_kept`` and ``n`` characters, ``mass`` (raw probability kept),
+    ``raw_bits`` (the raw entropy) and ``best``, its probability."""
+    best_first = [{"field": "pf", "order": "descending"}, {"field": "r0", "order": "ascending"}]
+    return [{"calculate": "datum.kept ? 1 : 0", "as": "kept1"},
+            {"calculate": "datum.kept ? datum.raw_p : 0", "as": "mass1"},
+            {"calculate": "datum.raw_p > 0 ? -datum.raw_p * log(datum.raw_p) / LN2 : 0",
+             "as": "raw_h1"},
+            {"joinaggregate": [{"op": "sum", "field": "kept1", "as": "n_kept"},
+                               {"op": "count", "as": "n"},
+                               {"op": "sum", "field": "mass1", "as": "mass"},
+                               {"op": "sum", "field": "raw_h1", "as": "raw_bits"}]},
+            {"window": [{"op": "row_number", "as": "best_r"}], "sort": best_first},
+            {"filter": "datum.best_r == 1"}, {"calculate": "datum.pf", "as": "best"}]
+
+
 def _summary(width: int):
-    """The caption under the chart, computed in the page from the rules' output."""
+    """The caption under the chart, from the rows and their ``bits`` (the final entropy)."""
     import altair as alt
 
-    line1 = ("'kept ' + datum.kept + ' of ' + datum.n + ' characters, holding ' + "
+    line1 = ("'kept ' + datum.n_kept + ' of ' + datum.n + ' characters, holding ' + "
              "format(100 * datum.mass, '.1f') + '% of the raw probability;'")
-    line2 = ("'entropy ' + format(abs(datum.bits), '.2f') + ' bits (raw ' + "
+    line2 = ("'entropy ' + format(datum.bits, '.2f') + ' bits (raw ' + "
              "format(datum.raw_bits, '.2f') + '); most likely now \u201c' + "
              "datum.ch + '\u201d at ' + format(datum.best, '.3f')")
-    return (alt.Chart(transform=rules_vega.summary_transforms())
+    return (alt.Chart(transform=summary_transforms())
             .transform_calculate(caption=f"[{line1}, {line2}]")
             .mark_text(align="left", baseline="top", font=style.MONOSPACE,
                        fontSize=style.FONT_SIZES["caption"], lineHeight=CAPTION_LINE_PX)
@@ -200,36 +272,55 @@ def _summary(width: int):
             .properties(width=width, height=2 * CAPTION_LINE_PX + 4))
 
 
+def distribution_chart(width: int, height: int, title, data: str):
+    """The explorers' chart of one distribution: the bars and the caption under them, of
+    the named dataset ``data``, rows ``{id, ch, r0, raw_p, pf, kept, bits}`` (``bits``: the
+    entropy of ``pf``, the same on every row). The live explorers' page computes them with
+    ``decoding.js``; the kernel-free explorer looks them up (``StaticChart``)."""
+    import altair as alt
+
+    bars = _bars(width, height).properties(title=title)
+    return alt.vconcat(bars, _summary(width), data=alt.NamedData(name=data), spacing=6)
+
+
+def lookup_transforms(values: dict[str, str], n_rules: int) -> list[dict]:
+    """The kernel-free explorer's only transforms: the ``chars`` rows of the chosen context
+    get the chosen state's ``bits`` and ``p`` (``lookup``), and their own cell of it:
+    ``kept`` and ``pf``. ``values``: Vega expressions of the controls' indices."""
+    state = (f"(({values['context']}) * {len(STATIC_TEMPERATURES)} + ({values['temperature']}))"
+             f" * {n_rules} + ({values['rule']})")
+    return [{"filter": f"datum.ctx == ({values['context']})"},
+            {"calculate": state, "as": "s"},
+            {"lookup": "s", "from": {"data": {"name": "states"}, "key": "s",
+                                     "fields": ["bits", "p"]}},
+            {"calculate": "split('' + datum.p, ' ')[datum.r0 - 1]", "as": "cell"},
+            {"calculate": "isValid(datum.cell) && datum.cell !== ''", "as": "kept"},
+            {"calculate": f"datum.kept ? toNumber(datum.cell) / {UNITS} : 0", "as": "pf"}]
+
+
 class StaticChart:
     """The kernel-free explorer's Vega-Lite chart, for ``SliderFigure(vega=...)``: the
-    rules computed in the page from the embedded logits (``rules_vega``)."""
+    distribution of the chosen state looked up in the stored data (``lookup_transforms``)."""
 
-    def __init__(self, titles: list[str] | dict):
-        self.titles = titles  # one per context, or a Vega expression ({"expr": ...})
+    def __init__(self, titles: list[str], n_rules: int):
+        self.titles, self.n_rules = titles, n_rules  # a title per context
 
     def __call__(self, values: dict[str, str], width: int, height: int):
-        import altair as alt
-
-        context = values["context"]  # the context's index
-        title = frame_title(self.titles if isinstance(self.titles, dict)
-                            else pick(self.titles, f"({context})"))
-        bars = _bars(width, height).properties(title=title)
-        chart = alt.vconcat(bars, _summary(width), data=alt.NamedData(name="logits"),
-                            spacing=6)
-        chart.transform = ([{"filter": f"datum.ctx == ({context})"}]
-                           + rules_vega.rule_transforms(values))
+        title = frame_title(pick(self.titles, f"({values['context']})"))
+        chart = distribution_chart(width, height, title, "chars")
+        chart.transform = lookup_transforms(values, self.n_rules)
         return chart
 
 
 def static_explorer(model, tok, contexts: dict[str, str] | None = None) -> SliderFigure:
-    """A kernel-free SliderFigure over the next-character distributions at ``contexts``."""
+    """A kernel-free SliderFigure over the next-character distributions at ``contexts``: a
+    context, a temperature and a rule (``rule_choices``) to choose."""
     data = explorer_data(model, tok, contexts)
-    sliders = static_sliders(len(data["contexts"]), [c["name"] for c in data["contexts"]],
-                             len(tok.chars))
+    sliders = static_sliders([c["name"] for c in data["contexts"]], data["choices"])
     titles = ["next character after \u2026" + c["text"][-24:].replace("\n", "\u23ce")
               for c in data["contexts"]]
-    return SliderFigure(sliders, vega=StaticChart(titles), data=data,
-                        datasets={"logits": explorer_rows(data)},
+    return SliderFigure(sliders, vega=StaticChart(titles, len(data["choices"])), data=data,
+                        datasets={"chars": data["chars"], "states": data["states"]},
                         title="What each rule keeps of the next-character distribution")
 
 

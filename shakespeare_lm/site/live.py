@@ -6,12 +6,15 @@
     live.explorer("speculative")   # chapter 6: draft proposals kept or rejected, acceptance
 
 Each returns an HTML fragment (an ``IPython.display.HTML``): a text box for the reader's
-context, Sample and Continue buttons and a view. On the built site its small script loads
-``_static/slm_explorers.js``, which loads ``_static/slm_runtime.js``: ONNX Runtime Web
-running the graphs of ``python -m shakespeare_lm.interop.export`` (``make book`` vendors them). No
-kernel and no network: it works from ``file://`` and when served. Outside the site (in
-JupyterLab) there is no ``_static`` folder, so the fragment says where the live version
-runs; the chapters' ipywidgets explorers are bound to the Python model there.
+context, Sample and Continue buttons and a view. On the built site, a page that has one
+gets three scripts of ``_static`` (``book/_ext/live_explorers.py`` adds them):
+``slm_vega.js`` (Vega, and the site's script loader), ``slm_runtime.js`` (ONNX Runtime Web
+running the graphs of ``python -m shakespeare_lm.interop.export``, and ``decoding.js``, the
+JavaScript copy of ``shakespeare_lm.decoding``; ``make book`` vendors them) and
+``slm_explorers.js``, which mounts the fragment. No kernel and no network: it works from
+``file://`` and when served. Outside the site (in JupyterLab) there is no ``_static``
+folder, so the fragment says where the live version runs; the chapters' ipywidgets
+explorers are bound to the Python model there.
 """
 
 from __future__ import annotations
@@ -27,22 +30,19 @@ KINDS = {
     "speculative": "Speculative decoding live: the draft model proposes, the main model verifies",
 }
 
-# Finds the site's _static folder (Sphinx writes data-content_root on <html>) and loads the
-# explorers once per page; they mount every .slm-live element.
+# On the site (Sphinx writes data-content_root on <html>) the page's scripts mount every
+# .slm-live element; this asks them again for the elements that came after them.
 _LOADER = """(function () {
-  var root = document.documentElement.getAttribute("data-content_root");
-  var box = document.currentScript.parentNode;
-  if (root === null) {
-    box.querySelector(".slm-fallback").textContent = "The live model runs on the book's static " +
-      "site (make book, then open _build/html/index.html); in JupyterLab, use the chapter's ipywidgets explorer.";
-    return;
+  var box = document.currentScript.parentNode, fallback = box.querySelector(".slm-fallback");
+  if (document.documentElement.getAttribute("data-content_root") === null) {
+    fallback.textContent = "The live model runs on the book's static site (make book, " +
+      "then open _build/html/index.html); in JupyterLab, use the chapter's ipywidgets explorer.";
+  } else if (window.slmExplorers) {
+    window.slmExplorers.mountAll();
+  } else {
+    fallback.textContent = "The live model's scripts are missing from this page: " +
+      "build the site with make book.";
   }
-  if (window.slmExplorers) { window.slmExplorers.mountAll(); return; }
-  if (document.querySelector("script[data-slm-explorers]")) return;
-  var s = document.createElement("script");
-  s.src = root + "_static/slm_explorers.js";
-  s.setAttribute("data-slm-explorers", "1");
-  document.head.appendChild(s);
 })();"""
 
 
@@ -73,11 +73,6 @@ def explorer(kind: str = "truncation", context: str = DEFAULT_CONTEXT, seed: int
 
 
 # --- the explorers' charts: Vega-Lite specs that the page feeds ---------------------
-# The truncation explorer's parameters where a rule is off (top-k: above any vocabulary)
-RULES_OFF = {"temperature": 1, "top_k": 10**9, "top_p": 1, "min_p": 0, "typical_p": 1,
-             "epsilon": 0, "eta": 0}
-
-
 def _live_spec(chart, params: dict, datasets: dict) -> dict:
     """A chart whose parameters the page sets (no inputs of its own), in the style."""
     import altair as alt
@@ -91,16 +86,16 @@ def _live_spec(chart, params: dict, datasets: dict) -> dict:
 
 
 def truncation_chart() -> dict:
-    """The truncation explorer's chart: the page puts the logits after the reader's
-    context in the ``logits`` dataset (rows ``{ctx: 0, id, ch, logit}``, after the
-    repetition penalty) and sets the rules' parameters; the rules run in Vega
-    (``shakespeare_lm.site.rules_vega``)."""
+    """The truncation explorer's chart (``explorer.distribution_chart``): the page puts the
+    distribution after the reader's context in the ``chars`` dataset, rows ``{id, ch, r0,
+    raw_p, pf, kept, bits}`` computed by ``decoding.js``, and sets ``title``."""
     from . import style
-    from .explorer import StaticChart
+    from .explorer import distribution_chart
+    from .figures import frame_title
 
-    values = {**{name: name for name in RULES_OFF}, "context": "0"}
-    chart = StaticChart({"expr": "title"})(values, style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, 230)
-    return _live_spec(chart, {**RULES_OFF, "title": ""}, {"logits": []})
+    chart = distribution_chart(style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, 230,
+                               frame_title({"expr": "title"}), "chars")
+    return _live_spec(chart, {"title": ""}, {"chars": []})
 
 
 def step_chart() -> dict:

@@ -1,6 +1,8 @@
 """The live model on the built site (book/live.html), in headless Chromium, opened both from
-``file://`` and served on 127.0.0.1: ``window.slm`` computes what the Python model does,
-sampling is reproducible, the explorers answer Sample, and nothing leaves the machine.
+``file://`` and served on 127.0.0.1: ``window.slm`` computes what the Python model does (its
+greedy text is Python's, under the same stop sequences and penalties), refuses what Python
+refuses with Python's messages, sampling is reproducible, the explorers answer Sample, and
+nothing leaves the machine.
 
 Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BROWSER=1).
 ``python -m tests.browser.test_live_site`` prints the live model's speed in Chromium instead.
@@ -9,14 +11,16 @@ Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BRO
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import fields
 
 import numpy as np
 import pytest
 import torch
 
 import shakespeare_lm as slm
-from shakespeare_lm.decoding import rules
-from shakespeare_lm.site import explorer
+from shakespeare_lm.decoding.sampler import DecodingConfig, Sampler
+from shakespeare_lm.site import live as live_site
 
 from .test_site import SITE, browser, missing, offline_router, site_url  # noqa: F401  (fixtures)
 
@@ -30,8 +34,8 @@ class LiveVisit:
     """One page, open for a whole module: records console errors, failed requests and every
     request that is not a file of the site (file://, 127.0.0.1, data:, blob:)."""
 
-    def __init__(self, browser, url: str):
-        self.page = browser.new_page(viewport={"width": 1200, "height": 1600})
+    def __init__(self, chromium, url: str):
+        self.page = chromium.new_page(viewport={"width": 1200, "height": 1600})
         self.errors, self.failed, self.external = [], [], []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
@@ -93,44 +97,98 @@ def test_greedy_generate_equals_python_greedy_for_200_chars(live, model_tok):
     assert got == expected
 
 
+GREEDY_CASES = [  # (characters, settings): Python's generate takes the same keywords
+    (300, {"stop": ["\n", "xyzzy"]}), (120, {"stop": "xyzzy"}), (150, {"stop": [" the", "!", "?"]}),
+    (120, {"repetition_penalty": 1.3}), (120, {"repetition_penalty": 0.8, "stop": "\n\n"}),
+    (120, {"frequency_penalty": 0.5}), (120, {"presence_penalty": 0.8}),
+    (120, {"frequency_penalty": -0.3, "presence_penalty": 0.4, "repetition_penalty": 1.1,
+           "stop": [",", ";"]}),
+    (300, {"presence_penalty": 0.5}),                                # the window ends it
+    (300, {"repetition_penalty": 1.2, "context_overflow": "slide"}),  # and slides on
+]
+
+
+def test_greedy_generate_with_stop_sequences_and_penalties_equals_python(live, model_tok):
+    model, tok = model_tok
+    got = live.page.evaluate("""([p, cases]) => Promise.all(cases.map(([n, s]) =>
+        slm.sample(p, n, Object.assign({temperature: 0}, s), 0)))""", [PROMPT, GREEDY_CASES])
+    reasons = set()
+    for (n, settings), js in zip(GREEDY_CASES, got):
+        g = slm.generate(model, tok, PROMPT, n, temperature=0, **settings)
+        assert (js["text"], js["stopReason"]) == (g.text, g.stop_reason), settings
+        assert js["ids"] == g.ids and js["logprobs"] == pytest.approx(g.logprobs, abs=1e-4)
+        reasons.add(g.stop_reason)
+    assert reasons == {"stop_sequence", "max_tokens", "context_window"}
+    first = got[0]["text"]  # the list is a list, not the string "\n,xyzzy"
+    assert first.endswith("\n") and "\n" not in first[:-1] and len(first) < 300
+    assert len({js["text"] for js in got[3:8]}) == 5  # each penalty changes the greedy text
+
+
 def test_seeded_sampling_is_reproducible_and_the_seed_matters(live):
-    settings = {"temperature": 0.9, "top_p": 0.95, "min_p": 0.02, "repetition_penalty": 1.2}
+    settings = {"temperature": 0.9, "top_p": 0.95, "min_p": 0.02, "repetition_penalty": 1.2,
+                "frequency_penalty": 0.1, "presence_penalty": 0.2}
     texts = live.page.evaluate(
         "([p, s]) => Promise.all([7, 7, 8].map(seed => slm.generate(p, 120, s, seed)))",
         [PROMPT, settings])
     assert texts[0] == texts[1] and len(texts[0]) == 120
     assert texts[0] != texts[2]
+    same = live.page.evaluate("([p, s]) => slm.generate(p, 120, Object.assign({seed: 7}, s))",
+                              [PROMPT, settings])
+    assert same == texts[0]  # the seed as a setting, as in Python
 
 
-def test_the_page_applies_the_rules_and_the_penalty_as_python_does(live, model_tok):
-    """The distribution a character is drawn from, after the penalty and the rules, equals
-    rules.compose + softmax in Python on the same logits."""
+def test_the_page_applies_the_rules_and_the_penalties_as_python_does(live, model_tok):
+    """The distribution a character is drawn from, after the penalties (counting the
+    history) and the rules, equals Python's sampler's on the same logits."""
     model, tok = model_tok
     ids = tok.encode(PROMPT)
     with torch.no_grad():
         logits = model(torch.tensor([ids]))[0, -1].double()
     cases = [{"temperature": 0.7, "top_k": 20, "repetition_penalty": 1.3},
              {"temperature": 1.2, "typical_p": 0.8, "repetition_penalty": 0.8},
-             {"temperature": 0, "repetition_penalty": 2.0}, {"eta": 0.01, "epsilon": 0.001}]
-    got = live.page.evaluate("([l, h, cs]) => cs.map(s => slm.shaped(l, h, slm.checkSettings(s)))",
-                             [logits.tolist(), ids, cases])
+             {"temperature": 0, "repetition_penalty": 2.0}, {"eta": 0.01, "epsilon": 0.001},
+             {"temperature": 0.9, "frequency_penalty": 0.7, "top_p": 0.9},
+             {"presence_penalty": 1.5, "min_p": 0.05}, {"temperature": 0, "frequency_penalty": 3.0},
+             {"frequency_penalty": -0.5, "presence_penalty": 0.5, "repetition_penalty": 1.2}]
+    got = live.page.evaluate("""([l, h, cs]) => cs.map(s =>
+        slm.decoding.probs(l, h, slm.decoding.config(s)))""", [logits.tolist(), ids, cases])
     for settings, js in zip(cases, got):
-        penalty = settings.get("repetition_penalty")
-        shaped = (rules.repetition_penalty(logits, torch.tensor(ids), penalty) if penalty
-                  else logits)
-        rest = {k: v for k, v in settings.items() if k != "repetition_penalty"}
-        expected = explorer.surviving(shaped, **rest)
-        np.testing.assert_allclose(np.array(js), expected.numpy(), rtol=1e-9, atol=1e-12)
+        expected = Sampler(DecodingConfig(**settings)).probs(logits[None], torch.tensor([ids]))[0]
+        np.testing.assert_allclose(np.array(js), expected.numpy(), rtol=1e-9, atol=1e-12,
+                                   err_msg=str(settings))
 
 
-def test_bad_settings_are_refused_with_the_python_names(live):
-    messages = live.page.evaluate("""() => [{top_q: 0.9}, {top_p: 1.5}, {temperature: -1},
-        {repetition_penalty: 0}].map(s => { try { slm.checkSettings(s); return "accepted"; }
-                                            catch (e) { return e.message; } })""")
-    assert messages[0].startswith('unknown decoding rule(s) ["top_q"]')
-    assert messages[1].startswith("top_p=1.5 is invalid")
-    assert messages[2].startswith("temperature=-1 is invalid")
-    assert messages[3].startswith("repetition_penalty=0 is invalid")
+BAD_CALLS = [  # (prompt, characters, settings): each refused by Python's generate
+    (PROMPT, 10, {"top_q": 0.9}), (PROMPT, 10, {"top_p": 1.5}), (PROMPT, 10, {"temperature": -1}),
+    (PROMPT, 10, {"repetition_penalty": 0}), (PROMPT, 10, {"frequency_penalty": "a"}),
+    (PROMPT, 10, {"presence_penalty": float("inf")}), (PROMPT, 10, {"stop": ["\n", ""]}),
+    (PROMPT, 10, {"stop": ["\n", 3]}), (PROMPT, 10, {"stop": "{"}), (PROMPT, 10, {"seed": 1.5}),
+    (PROMPT, 10, {"top_k": 0, "min_p": 2}), (PROMPT, -1, {}), ("", 10, {}), ("ROMEO{", 10, {}),
+    ("a" * 257, 10, {}), (PROMPT, 10, {"context_overflow": "wrap"}),
+]
+
+
+def test_bad_settings_are_refused_with_pythons_messages(live, model_tok):
+    model, tok = model_tok
+    messages = live.page.evaluate("""calls => Promise.all(calls.map(([p, n, s]) =>
+        slm.generate(p, n, s).then(() => "accepted", e => e.name + ": " + e.message)))""",
+                                  BAD_CALLS)
+    for (prompt, n, settings), js in zip(BAD_CALLS, messages):
+        with pytest.raises((TypeError, ValueError)) as python:
+            slm.generate(model, tok, prompt, n, **settings)
+        assert js == f"{type(python.value).__name__}: {python.value}", (prompt[:10], n, settings)
+
+
+def test_the_truncation_explorer_offers_every_setting_up_to_the_vocabulary(live, model_tok):
+    _, tok = model_tok
+    ready = "document.querySelector(\".slm-live[data-kind='truncation'][data-ready]\")"
+    live.page.wait_for_function(ready, timeout=30000)
+    box = live.page.locator(".slm-live[data-kind='truncation']")
+    names = box.locator("input[type='range']").evaluate_all("xs => xs.map(x => x.dataset.name)")
+    assert names == [f.name for f in fields(DecodingConfig)][:10]  # every rule and penalty
+    top_k = box.locator("input[data-name='top_k']")
+    assert top_k.get_attribute("max") == str(tok.vocab_size) == top_k.get_attribute("value")
+    assert live.page.evaluate("slm.config.vocab_size") == tok.vocab_size
 
 
 @pytest.mark.parametrize("kind", ["truncation", "step", "speculative"])
@@ -171,17 +229,32 @@ def sample_on_own_context(page, kind):
         "el.querySelector('.slm-output').innerText !== b", arg=[box.element_handle(), before],
         timeout=30000)
     out = box.locator(".slm-output").inner_text()
-    assert out.startswith("ROMEO:\nBut soft, what light ") and len(out) > len("ROMEO:\nBut soft, what light ")
+    typed = "ROMEO:\nBut soft, what light "
+    assert out.startswith(typed) and len(out) > len(typed)
     assert "invalid" not in box.locator(".slm-status").inner_text()
 
 
 def test_explorer_html_loads_the_runtime_only_on_the_site():
-    fragment = live.explorer_html("step", seed=3)
+    fragment = live_site.explorer_html("step", seed=3)
     assert 'class="slm-live"' in fragment and '"seed": 3' in fragment
-    assert "_static/slm_explorers.js" in fragment and "http" not in fragment
-    assert fragment == live.explorer_html("step", seed=3)  # stable for nbval
+    assert "data-content_root" in fragment and "http" not in fragment
+    assert fragment == live_site.explorer_html("step", seed=3)  # stable for nbval
     with pytest.raises(ValueError, match="kind='beam' is invalid"):
-        live.explorer_html("beam")
+        live_site.explorer_html("beam")
+
+
+@pytest.mark.parametrize("page_path", [PAGE] + [p for p, _ in CHAPTER_EXPLORERS])
+def test_pages_with_an_explorer_load_loader_runtime_and_explorers_in_order(page_path):
+    """book/_ext/live_explorers.py: slm_vega.js (the one script loader) before the runtime,
+    the runtime before the explorers; the runtime's decoding is vendored beside the model."""
+    if not (SITE / page_path).exists():
+        missing(f"no {SITE / page_path}: run `make book` first")
+    html = (SITE / page_path).read_text("utf-8")
+    found = [re.search(rf'<script src="[./]*_static/{name}(\?v=\w+)?"', html)
+             for name in ("slm_vega.js", "slm_runtime.js", "slm_explorers.js")]
+    assert None not in found, found
+    assert [m.start() for m in found] == sorted(m.start() for m in found), found
+    assert (SITE / "_static" / "live" / "decoding.js").exists()
 
 
 # --- the bench: python -m tests.browser.test_live_site --------------------------------------------
@@ -193,7 +266,8 @@ def bench(n: int = 400, repeats: int = 3) -> dict:
     from .test_site import CHROMIUM, CHROMIUM_ARGS
 
     added = sum(f.stat().st_size for f in (SITE / "_static" / "live").rglob("*") if f.is_file())
-    added += sum((SITE / "_static" / f).stat().st_size for f in ("slm_runtime.js", "slm_explorers.js"))
+    added += sum((SITE / "_static" / f).stat().st_size
+                 for f in ("slm_runtime.js", "slm_explorers.js", "slm_vega.js"))
     out = {"site_growth_MB": round(added / 1e6, 2)}
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -211,9 +285,10 @@ def bench(n: int = 400, repeats: int = 3) -> dict:
         page.evaluate("slm.ready.then(() => slm.generate('KATHARINA:\\n', 50, {}, 0))")  # warm
         for name, settings in [("greedy", {"temperature": 0}),
                                ("sampled", {"temperature": 0.8, "top_p": 0.95})]:
+            settings = {**settings, "context_overflow": "slide"}  # n past the window
             t = page.evaluate("""([n, s]) => { const t0 = performance.now();
-                return slm.generate('KATHARINA:\\n', n, s, 1).then(() => performance.now() - t0); }""",
-                              [n, settings])
+                return slm.generate('KATHARINA:\\n', n, s, 1)
+                  .then(() => performance.now() - t0); }""", [n, settings])
             out[f"chars_per_s_{name}"] = round(n / (t / 1000))
         b.close()
     out["ready_ms_from_navigation"] = [round(r) for r in ready]

@@ -24,7 +24,8 @@ def test_surviving_is_softmax_of_compose_and_greedy_at_temperature_zero():
 
 def test_off_values_leave_the_distribution_alone():
     logits = torch.randn(3, 63, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    off = explorer.surviving(logits, top_k=63, **{k: v for k, v in explorer.OFF.items() if k != "top_k"})
+    off = explorer.surviving(logits, top_k=63,
+                             **{k: v for k, v in explorer.OFF.items() if k != "top_k"})
     assert torch.allclose(off, torch.softmax(logits, -1))
     assert explorer.generation_kwargs({"top_p": 1.0, "temperature": 0.8}) == {
         "temperature": 0.8, "top_k": None, "top_p": None, "min_p": None, "typical_p": None,
@@ -93,3 +94,47 @@ def test_tail_html_shows_the_last_lines_and_the_new_text(text, added, expected_e
     if text.count("\n") >= 3:
         assert "\u2026" in shown and "a\u23ce" not in shown   # the head is cut
     assert ("<b style" in shown) == (added > 0)
+
+
+# --- the kernel-free explorer's stored distributions -------------------------------------
+def test_encode_distribution_round_trips_and_keeps_the_kept_set():
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(50):
+        logits = torch.randn(11, generator=gen, dtype=torch.float64) * 4
+        keep = torch.rand(11, generator=gen) < 0.6
+        keep[torch.randint(0, 11, (1,), generator=gen)] = True
+        probs = torch.softmax(logits.masked_fill(~keep, float("-inf")), -1).tolist()
+        order = torch.randperm(11, generator=gen).tolist()
+        cells = explorer.encode_distribution(probs, order)
+        back = explorer.decode_distribution(cells, 11, order)
+        assert [b is not None for b in back] == keep.tolist()     # tiny but kept: not None
+        assert all(b is None or abs(b - p) <= 0.5 / explorer.UNITS for b, p in zip(back, probs))
+        assert not cells.endswith(" ")
+    assert explorer.encode_distribution([0.0, 1e-9, 0.25, 0.0], [2, 0, 1, 3]) == "2500  0"
+
+
+def test_rule_choices_stay_below_the_vocabulary():
+    labels = [label for label, _ in explorer.rule_choices(5)]
+    assert labels[:4] == ["none", "top-k 1", "top-k 2", "top-k 3"] and "top-k 5" not in labels
+    assert len(explorer.rule_choices(63)) == 1 + sum(map(len, explorer.STATIC_RULES.values()))
+    assert ("top-p 0.9", {"top_p": 0.9}) in explorer.rule_choices(63)
+
+
+def test_static_explorer_stores_the_samplers_distribution_for_every_state(model, tok):
+    data = explorer.explorer_data(model, tok, {"a": "KATHARINA:\n", "b": explorer.SPEECH})
+    n_rules, temps = len(data["choices"]), explorer.STATIC_TEMPERATURES
+    assert len(data["states"]) == 2 * len(temps) * n_rules
+    for c, context in enumerate(data["contexts"]):
+        for t, temperature in enumerate(temps):
+            for r, (_, rule) in enumerate(data["choices"]):
+                row = data["states"][explorer.state_index(c, t, r, n_rules)]
+                expected = explorer.surviving(context["logits"], temperature=temperature, **rule)
+                got = explorer.decode_distribution(row["p"], len(tok.chars), context["order"])
+                assert [g is not None for g in got] == (expected > 0).tolist(), (c, t, r)
+                assert all(g is None or abs(g - e) <= 0.5 / explorer.UNITS
+                           for g, e in zip(got, expected.tolist())), (c, t, r)
+                summary = explorer.summarize(context["logits"], tok, temperature=temperature,
+                                             **rule)
+                assert row["bits"] == summary["entropy_bits"], (c, t, r)
+    raw = [row["raw_p"] for row in data["chars"] if row["ctx"] == 1]
+    assert raw == sorted(raw, reverse=True) and abs(sum(raw) - 1) < 1e-9  # in raw order
