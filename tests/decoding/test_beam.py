@@ -196,7 +196,8 @@ def test_constraint_masks_every_beam_and_ends_it(peaked, tok, beam_width):
         assert set(b.text) <= set("aeiou ") and len(b.text) == 6
         assert b.stop_reason == "constraint"
         # scores are the model's own log-probabilities of the allowed text (no renormalising)
-        assert b.logprobs == pytest.approx(model_logprobs(peaked, tok, PROMPT, b.ids).tolist(), abs=1e-4)
+        expected = model_logprobs(peaked, tok, PROMPT, b.ids).tolist()
+        assert b.logprobs == pytest.approx(expected, abs=1e-4)
 
 
 def test_constrained_beam_finds_the_most_probable_allowed_text(peaked, tok):

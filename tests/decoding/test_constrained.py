@@ -133,7 +133,8 @@ def test_bad_regex_is_a_clear_error(tok, pattern):
 def test_digits_are_impossible_for_the_shakespeare_vocabulary(tiny, tok):
     c = RegexConstraint(r"[0-9]+", tok)
     assert c.allowed_chars(c.start()) == ""
-    with pytest.raises(ConstraintError, match=r"no next character in state 0 after the generated prefix ''"):
+    no_next = r"no next character in state 0 after the generated prefix ''"
+    with pytest.raises(ConstraintError, match=no_next):
         slm.generate(tiny, tok, PROMPT, 5, constraint=c)
     with pytest.raises(ConstraintError, match=r"state ListState\(depth=0, expect='open'\)"):
         slm.generate(tiny, tok, PROMPT, 5, constraint=BracketListConstraint(tok))
@@ -167,8 +168,8 @@ class DeadEnd:
 @pytest.mark.parametrize("rule", [dict(temperature=0), dict(seed=0), dict(top_p=0.5, seed=1)])
 def test_a_dead_end_names_the_state_the_prefix_and_the_row(tiny, tok, rule):
     full = "O" * (tiny.config.block_size - 1)   # row 0 ends (context window) after 1 token
-    with pytest.raises(ConstraintError,
-                       match=r"state 'ab' after the generated prefix 'ab' \(prompt 1 of the batch\)"):
+    dead_end = r"state 'ab' after the generated prefix 'ab' \(prompt 1 of the batch\)"
+    with pytest.raises(ConstraintError, match=dead_end):
         slm.generate(tiny, tok, [full, PROMPT], 10, constraint=DeadEnd(tok), **rule)
     assert slm.generate(tiny, tok, PROMPT, 3, temperature=0).stop_reason == "max_tokens"
 
@@ -322,7 +323,8 @@ def test_shared_prompt_cache_gives_the_same_logprobs_as_full_passes(tiny, tok, p
     for a, b in zip(cached, full):
         assert a.tolist() == pytest.approx(b.tolist(), abs=1e-5)
     with torch.no_grad():
-        by_hand = torch.log_softmax(tiny(torch.tensor([tok.encode(PROMPT[-prompt_len:] + "KATE:\n")])), -1)
+        kate_ids = torch.tensor([tok.encode(PROMPT[-prompt_len:] + "KATE:\n")])
+        by_hand = torch.log_softmax(tiny(kate_ids), -1)
     ids = tok.encode("KATE:\n")
     expected = sum(float(by_hand[0, prompt_len - 1 + i, t]) for i, t in enumerate(ids))
     assert cached[0][texts.index("KATE:\n")].item() == pytest.approx(expected, abs=1e-5)
@@ -331,15 +333,17 @@ def test_shared_prompt_cache_gives_the_same_logprobs_as_full_passes(tiny, tok, p
 @pytest.mark.parametrize("batch_size", [2, 64])
 def test_a_batch_of_prompts_equals_one_prompt_at_a_time(tiny, tok, batch_size):
     c = ChoiceConstraint(["KATE:\n", "KATHARINA:\n", "BIANCA:\n", "O"], tok)
-    prompts = [PROMPT, "O", PROMPT[:7], "PETRUCHIO:\nCome, come, you wasp; i' faith, you are too angry."]
+    prompts = [PROMPT, "O", PROMPT[:7],
+               "PETRUCHIO:\nCome, come, you wasp; i' faith, you are too angry."]
     together = exact_distributions(tiny, tok, prompts, c)
-    logp, _ = completion_logprobs(tiny, tok, prompts, c, completions(c, tok), batch_size=batch_size,
-                                  use_cache=False)
+    logp, _ = completion_logprobs(tiny, tok, prompts, c, completions(c, tok),
+                                  batch_size=batch_size, use_cache=False)
     for i, (p, d) in enumerate(zip(prompts, together)):
         alone = exact_distributions(tiny, tok, p, c)
         assert d.completions == alone.completions
         for name in ("model_p", "conditional", "masked"):
-            assert getattr(d, name).tolist() == pytest.approx(getattr(alone, name).tolist(), rel=1e-4)
+            expected = getattr(alone, name).tolist()
+            assert getattr(d, name).tolist() == pytest.approx(expected, rel=1e-4)
         assert logp[i].exp().tolist() == pytest.approx(alone.model_p.tolist(), rel=1e-4)
 
 
@@ -358,7 +362,8 @@ def test_rejection_sampling_estimates_the_exact_conditional():
     assert r.acceptance_rate == pytest.approx(d.mass, abs=0.03)
     assert sum(r.rejected.values()) == r.n - r.accepted
     assert all(first_completion(c, toy_tok, text) is None for text in r.rejected)
-    assert total_variation(r.distribution(), dict(zip(d.completions, d.conditional.tolist()))) < 0.04
+    exact = dict(zip(d.completions, d.conditional.tolist()))
+    assert total_variation(r.distribution(), exact) < 0.04
 
 
 def test_first_completion():
@@ -396,7 +401,11 @@ def test_regex_state_numbers_do_not_depend_on_the_hash_seed():
     code = ("import shakespeare_lm as slm; from shakespeare_lm.corpus import ALPHABET; "
             "c = slm.RegexConstraint(r'[A-Z][A-Z ]+:\\n', slm.CharTokenizer(ALPHABET)); "
             "print([c.allowed_chars(s) for s in range(c.num_states)])")
-    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           env={**__import__('os').environ, "PYTHONHASHSEED": seed}, check=True).stdout
-            for seed in ("1", "2", "3", "4")}
+
+    def states_printed_with_hash_seed(seed):
+        env = {**__import__('os').environ, "PYTHONHASHSEED": seed}
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, check=True).stdout
+
+    outs = {states_printed_with_hash_seed(seed) for seed in ("1", "2", "3", "4")}
     assert len(outs) == 1

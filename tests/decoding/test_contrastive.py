@@ -36,7 +36,8 @@ def test_matches_a_plain_implementation_without_cache(tiny, tok, k, alpha):
 @pytest.mark.parametrize("k,alpha", [(1, 0.7), (6, 0.0)])
 def test_one_candidate_or_alpha_zero_is_greedy(tiny, tok, k, alpha):
     greedy = slm.generate(tiny, tok, PROMPT, 40, temperature=0)
-    assert contrastive_search(tiny, tok, PROMPT, 40, num_candidates=k, alpha=alpha).ids == greedy.ids
+    g = contrastive_search(tiny, tok, PROMPT, 40, num_candidates=k, alpha=alpha)
+    assert g.ids == greedy.ids
 
 
 @pytest.mark.parametrize("batch", [2, 5])
@@ -80,7 +81,8 @@ def test_zero_new_tokens(tiny, tok):
 
 
 @pytest.mark.parametrize("kwargs,needle", [
-    ({"num_candidates": 0}, "num_candidates=0"), ({"num_candidates": 64}, "num_candidates=64"), ({"num_candidates": 2.0}, "num_candidates=2.0"),
+    ({"num_candidates": 0}, "num_candidates=0"), ({"num_candidates": 64}, "num_candidates=64"),
+    ({"num_candidates": 2.0}, "num_candidates=2.0"),
     ({"alpha": -0.1}, "alpha=-0.1"), ({"alpha": 1.5}, "alpha=1.5"), ({"alpha": True}, "alpha=True"),
 ])
 def test_bad_settings_name_the_parameter_and_range(tiny, tok, kwargs, needle):

@@ -137,7 +137,8 @@ def test_bad_input_gives_a_clear_error(tiny, tok, kwargs, match):
 
 def test_prompt_longer_than_context_is_an_error(tiny, tok):
     block = tiny.config.block_size
-    with pytest.raises(ValueError, match=f"{block + 1} characters but the model's context window is {block}"):
+    too_long = f"{block + 1} characters but the model's context window is {block}"
+    with pytest.raises(ValueError, match=too_long):
         slm.generate(tiny, tok, "a" * (block + 1), 5)
 
 

@@ -218,7 +218,8 @@ def test_eta_lowers_its_threshold_when_the_distribution_is_flat():
 @given(logits=logit_batches(max_v=12), penalty=st.floats(1.0, 5.0), data=st.data())
 def test_repetition_penalty_divides_positive_multiplies_negative(logits, penalty, data):
     V = logits.shape[-1]
-    history = torch.tensor(data.draw(st.lists(st.lists(st.integers(-1, V - 1), min_size=4, max_size=4),
+    row_history = st.lists(st.integers(-1, V - 1), min_size=4, max_size=4)
+    history = torch.tensor(data.draw(st.lists(row_history,
                                               min_size=len(logits), max_size=len(logits))))
     out = rules.repetition_penalty(logits, history, penalty)
     for row, new, hist in zip(logits, out, history.tolist()):
@@ -249,14 +250,16 @@ SETTINGS = st.fixed_dictionaries({}, optional={
 @RULES
 @given(logits=logit_batches(max_v=20), config=SETTINGS)
 def test_compose_applies_rules_in_documented_order(logits, config):
-    history = torch.randint(0, logits.shape[-1], (len(logits), 6), generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(0)
+    history = torch.randint(0, logits.shape[-1], (len(logits), 6), generator=gen)
     expected = logits
     for name in rules.ORDER:
         if name in config:
             if name in ("repetition_penalty", "frequency_penalty", "presence_penalty"):
                 expected = getattr(rules, name)(expected, history, config[name])
             else:
-                fn = {"temperature": rules.temperature, "typical_p": rules.typical}.get(name) or getattr(rules, name)
+                renamed = {"temperature": rules.temperature, "typical_p": rules.typical}
+                fn = renamed.get(name) or getattr(rules, name)
                 expected = fn(expected, config[name])
     out = rules.compose(logits, history, **config)
     assert torch.equal(out, expected)
@@ -266,9 +269,11 @@ def test_compose_applies_rules_in_documented_order(logits, config):
 def test_order_matters_temperature_before_top_p():
     logits = torch.tensor([6.2, 4.9, 2.1, 1.0])
     # T = 2 first flattens (0.580, 0.303, 0.075, 0.043): the nucleus at 0.9 needs IS as well
-    assert kept(rules.compose(logits, temperature=2.0, top_p=0.9)).tolist() == [True, True, True, False]
+    temperature_first = rules.compose(logits, temperature=2.0, top_p=0.9)
+    assert kept(temperature_first).tolist() == [True, True, True, False]
     # the other way round, the nucleus is chosen at T = 1 (0.772, 0.211, ...): CAT and DOG
-    assert kept(rules.temperature(rules.top_p(logits, 0.9), 2.0)).tolist() == [True, True, False, False]
+    top_p_first = rules.temperature(rules.top_p(logits, 0.9), 2.0)
+    assert kept(top_p_first).tolist() == [True, True, False, False]
 
 
 def test_compose_skips_none_and_temperature_zero():
@@ -313,7 +318,8 @@ def test_bad_parameter_error_names_it_and_the_valid_range(rule, name, values):
         assert any(word in str(e.value) for word in ("(0, 1]", "[0, 1]", "[0, 1)", ">= 1", "> 0"))
 
 
-@pytest.mark.parametrize("name,value", [("repetition_penalty", 0), ("frequency_penalty", float("nan")),
+@pytest.mark.parametrize("name,value", [("repetition_penalty", 0),
+                                        ("frequency_penalty", float("nan")),
                                         ("presence_penalty", "a lot"), ("temperature", -0.5)])
 def test_validate_names_bad_penalties_and_negative_temperature(name, value):
     with pytest.raises(ValueError, match=f"{name}={value!r} is invalid"):
@@ -365,7 +371,8 @@ def test_worked_top_k_and_top_p_tables(config, expected):
 
 
 def test_worked_pipeline_t2_k3_p09_gives_0657_0343():
-    assert final_probs(temperature=2.0, top_k=3) == pytest.approx([0.605, 0.316, 0.078, 0], abs=1e-3)
+    expected = [0.605, 0.316, 0.078, 0]
+    assert final_probs(temperature=2.0, top_k=3) == pytest.approx(expected, abs=1e-3)
     assert rounded(final_probs(temperature=2.0, top_k=3, top_p=0.9)) == [0.657, 0.343, 0, 0]
 
 
@@ -384,4 +391,5 @@ def test_filter_exercise_050_025_015_010():
     probs = torch.tensor([0.50, 0.25, 0.15, 0.10], dtype=torch.float64)
     assert kept(rules.top_k(probs.log(), 2)).tolist() == [True, True, False, False]
     assert kept(rules.top_p(probs.log(), 0.70)).tolist() == [True, True, False, False]
-    assert kept(rules.min_p(probs.log(), 0.30)).tolist() == [True, True, True, False]  # 0.15 = 0.3 * 0.5
+    # min_p keeps 0.15, the threshold being 0.3 * 0.5 = 0.15
+    assert kept(rules.min_p(probs.log(), 0.30)).tolist() == [True, True, True, False]

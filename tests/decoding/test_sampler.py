@@ -1,6 +1,8 @@
 """The one sampler: every decoder shapes the next-token distribution the same way, and the
 bugs that separate copies of it used to hide stay fixed."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -19,7 +21,7 @@ SETTINGS = [dict(temperature=0.7, top_k=20, top_p=0.9), dict(temperature=1.3, mi
 def test_config_is_frozen_and_validated_once_with_named_errors():
     cfg = slm.DecodingConfig(temperature=0.8, top_p=0.95, stop="\n", seed=0)
     assert cfg.stop == ("\n",) and cfg.truncation == {"temperature": 0.8, "top_p": 0.95}
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.temperature = 1.0
     for bad, match in [(dict(top_p=1.5), "top_p=1.5"), (dict(temperature=-1), "temperature=-1"),
                        (dict(stop=[""]), "stop="), (dict(seed=1.5), "seed=1.5")]:
@@ -86,9 +88,11 @@ def test_greedy_is_the_argmax_whatever_the_truncation_rules(tiny, tok, rule):
 
 def test_greedy_still_applies_penalties_and_the_constraint_mask(tiny, tok):
     plain = slm.generate(tiny, tok, PROMPT, 40, temperature=0)
-    assert slm.generate(tiny, tok, PROMPT, 40, temperature=0, repetition_penalty=3.0).ids != plain.ids
+    penalised = slm.generate(tiny, tok, PROMPT, 40, temperature=0, repetition_penalty=3.0)
+    assert penalised.ids != plain.ids
     c = slm.ChoiceConstraint(["PETRUCHIO", "BIANCA"], tok)
-    assert slm.generate(tiny, tok, PROMPT, 40, temperature=0, constraint=c).text in ("PETRUCHIO", "BIANCA")
+    constrained = slm.generate(tiny, tok, PROMPT, 40, temperature=0, constraint=c)
+    assert constrained.text in ("PETRUCHIO", "BIANCA")
 
 
 # --- bug C: a forward call that conflicts with the cache, and overflow --------------------
@@ -118,5 +122,5 @@ def test_one_cache_at_a_time_and_it_is_freed_on_errors(tiny):
         with tiny.cache(1, 4):
             with pytest.raises(RuntimeError, match="already set up"):
                 tiny.cache(1, 4)
-            1 / 0
+            raise ZeroDivisionError("an error inside the cache block")
     assert tiny.active_cache is None
