@@ -142,7 +142,7 @@ class LabPage:
     def __init__(self, browser, server: LabServer):
         self.server, self.errors, self.external = server, [], []
         self.page = browser.new_page(viewport={"width": 1280, "height": 900})
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+        self.page.on("pageerror", lambda e: self.errors.append(f"{e}\n{e.stack}"))
         self.page.route("**/*", offline_router(self.external))
         self.page.goto(f"{server.url}/lab/tree/{UNRUN}?token={server.token}")
         self.panels = {UNRUN: self._panel(UNRUN, kernel=False)}
@@ -211,9 +211,13 @@ def _markdown_texts(panel) -> list[str | None]:
 
 
 def _shown(result: dict) -> str:
-    """The text jupyterlab-myst shows for a stored plain-text result, unquoted."""
-    text = result["data"]["text/plain"]
-    return re.sub(r"^([\"'])(.*)\1$", r"\2", text, flags=re.DOTALL)
+    """The text jupyterlab-myst shows for a stored result: a Markdown one rendered (code
+    spans and emphasis lose their marks), a plain-text one unquoted."""
+    data = result["data"]
+    if "text/markdown" in data:
+        return re.sub(r"`([^`]*)`|\*\*?([^*]+)\*\*?", lambda m: m.group(1) or m.group(2),
+                      data["text/markdown"])
+    return re.sub(r"^([\"'])(.*)\1$", r"\2", data["text/plain"], flags=re.DOTALL)
 
 
 def _prose_problems(nb: dict, texts: list[str | None], skip=frozenset()) -> list[str]:
