@@ -265,8 +265,7 @@
       sp.ids.push(emitted[j]);
       sp.out.push(emitted[j]);
       sp.st.text += sp.target.chars[emitted[j]];
-      if (sp.cfg.stop.some(function (s) { return sp.st.text.endsWith(s); })) sp.st.stopReason = "stop_sequence";
-      else if (sp.out.length >= n) sp.st.stopReason = "max_tokens";
+      sp.st.stopReason = D.stopReason(sp.cfg, sp.st.text, sp.out.length, n);
     }
   }
 

@@ -124,6 +124,22 @@ def test_greedy_generate_with_stop_sequences_and_penalties_equals_python(live, m
     assert len({js["text"] for js in got[3:8]}) == 5  # each penalty changes the greedy text
 
 
+SPECULATIVE_CASES = [(120, {"stop": ["\n", "xyzzy"]}), (80, {"stop": "xyzzy"}), (60, {})]
+
+
+def test_greedy_speculative_decoding_stops_where_python_greedy_does(live, model_tok):
+    """Greedy speculative decoding emits the target's greedy text, so it ends where
+    Python's greedy generate ends: at a stop sequence of a list, or at n characters."""
+    model, tok = model_tok
+    got = live.page.evaluate("""([p, cases]) => Promise.all(cases.map(([n, s]) =>
+        slm.speculative(p, n, 4, Object.assign({temperature: 0}, s), 0)))""",
+                             [PROMPT, SPECULATIVE_CASES])
+    for (n, settings), js in zip(SPECULATIVE_CASES, got):
+        g = slm.generate(model, tok, PROMPT, n, temperature=0, **settings)
+        assert (js["text"], js["stopReason"]) == (g.text, g.stop_reason), settings
+    assert {js["stopReason"] for js in got} == {"stop_sequence", "max_tokens"}
+
+
 def test_seeded_sampling_is_reproducible_and_the_seed_matters(live):
     settings = {"temperature": 0.9, "top_p": 0.95, "min_p": 0.02, "repetition_penalty": 1.2,
                 "frequency_penalty": 0.1, "presence_penalty": 0.2}

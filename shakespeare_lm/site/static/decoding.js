@@ -404,18 +404,23 @@ var SlmDecoding = (function () {
     }
     return this.slide ? all.slice(windowStart(i, this.block)) : all;
   };
+  /** Why a text ends after its latest token (stopping.StopCheck.reason, without a
+      constraint): "stop_sequence" when it ends with one of cfg.stop, "max_tokens" when it
+      has `newTokens` === `maxNewTokens`, else null. */
+  function stopReason(cfg, text, newTokens, maxNewTokens) {
+    if (cfg.stop.some(function (s) { return text.endsWith(s); })) return "stop_sequence";
+    return newTokens === maxNewTokens ? "max_tokens" : null;
+  }
   /** Choose the next character from the model's `logits` after `context()`: {id, char,
       probs (the distribution it was drawn from), stopReason}. */
   Generation.prototype.push = function (logits) {
     var history = this.context();
     if (history === null) throw new Error("the generation has ended (" + this.stopReason + ")");
     var shaped = shape(logits, history, this.cfg), id = choose(shaped, this.cfg, this.random);
-    var self = this;
     this.ids.push(id);
     this.logprobs.push(logSoftmax(logits)[id]);
     this.text += this.chars[id];
-    if (this.cfg.stop.some(function (s) { return self.text.endsWith(s); })) this.stopReason = "stop_sequence";
-    else if (this.ids.length === this.maxNewTokens) this.stopReason = "max_tokens";
+    this.stopReason = stopReason(this.cfg, this.text, this.ids.length, this.maxNewTokens);
     return { id: id, char: this.chars[id], probs: distribution(shaped, this.cfg), stopReason: this.stopReason };
   };
   Generation.prototype.result = function () {
@@ -432,7 +437,7 @@ var SlmDecoding = (function () {
     stops: stops, config: config, isGreedy: isGreedy, penalties: penalties, truncation: truncation,
     shape: shape, distribution: distribution, probs: probs, generator: generator, draw: draw,
     choose: choose, checkCount: checkCount, checkMaxNewTokens: checkMaxNewTokens, encode: encode, encodePrompt: encodePrompt,
-    windowStart: windowStart, windowEnd: windowEnd, Generation: Generation
+    windowStart: windowStart, windowEnd: windowEnd, stopReason: stopReason, Generation: Generation
   };
 })();
 if (typeof module !== "undefined" && module.exports) module.exports = SlmDecoding;
