@@ -163,3 +163,23 @@ def write_json(path, results: dict) -> None:
 
     with open(path, "w") as f:
         json.dump(results, f, indent=2, default=float)
+
+
+def machine(threads: int | None = None) -> str:
+    """The hardware a timing ran on, in a reader's terms: ``"1 thread of a 2-core Intel(R)
+    Xeon(R) Processor"``. ``threads`` defaults to torch's intra-op thread count. A page
+    prints this beside its timings, so a reader can tell how their machine differs."""
+    import os
+    import platform
+
+    name = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            name = next((line.split(":", 1)[1].strip() for line in f
+                         if line.startswith("model name")), "")
+    except OSError:
+        pass
+    name = name or platform.processor() or platform.machine() or "CPU"
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    threads = torch.get_num_threads() if threads is None else threads
+    return f"{threads} thread{'s' if threads != 1 else ''} of a {cores}-core {name}"

@@ -44,6 +44,11 @@
                                     && readable(el));
   const pasted = [...root.querySelectorAll(".pasted-text, .inline-value")]  // values
     .filter((el) => !el.closest(".cell")).map((el) => el.textContent);
+  // code the prose shows: inline code and literal blocks outside the notebook cells
+  const literal = [...root.querySelectorAll("code, pre")]
+    .filter((el) => !el.closest(".cell") && !el.parentElement.closest("code, pre")
+                    && readable(el))
+    .map((el) => el.textContent);
   const code = [...root.querySelectorAll(".cell_input pre")].filter(shown)
     .map((pre) => pre.innerText.replace(/\n$/, ""));
 
@@ -109,6 +114,6 @@
       culprits: page.scrollWidth > page.clientWidth + 1 ? culprits(document.body)
         : [] },
   ];
-  return { prose, rich_output: richOutput, pasted, code, images, columns,
+  return { prose, rich_output: richOutput, pasted, code, literal, images, columns,
            height: page.scrollHeight };
 }

@@ -1,5 +1,5 @@
 """The page check: what a reader sees on each page of the built site, in headless
-Chromium at 1280 px, after MathJax has typeset it. Six checks, each a count of
+Chromium at 1280 px, after MathJax has typeset it. Seven checks, each a count of
 offenders:
 
 - ``raw_tex``: TeX left as text (``$x$``, ``\\frac``, ``^{``), or a MyST role that did
@@ -16,6 +16,12 @@ offenders:
   its labels shrink with it (icons are ignored).
 - ``column_overflow``: the page column (``article``), or the page, is wider than its
   box; a wide table or code block that scrolls inside its own container is fine.
+- ``leak``: talk of how the pages are made, in prose or in a visible code line: hidden
+  cells and checks, test files and "the tests check", configuration files
+  (``numerics.env``, ``_config.yml``, nbval), the state of the machine that built the page
+  ("the machine was busy", "a quiet one"), time budgets, placeholders (``<this
+  repository>``), and templated phrases that do not read as English ("faster? no:",
+  "1 and 1 characters").
 
 "Visible" code is a code cell's input rendered when the page opens (``hide-input``
 puts it in a closed ``<details>``; ``remove-input`` and ``remove-cell`` drop it). Prose
@@ -49,7 +55,7 @@ MIN_SCALE = 0.70
 ICON_MAX = (120, 40)  # an image narrower or lower than this (natural px) is an icon,
 ICON_SHOWN = 48       # and so is one shown narrower than this
 CHECKS = ("raw_tex", "python_repr", "check_code", "long_code_line", "small_image",
-          "column_overflow")
+          "column_overflow", "leak")
 
 TEX = re.compile("|".join([
     r"\$\$",                      # display-maths delimiters left as text
@@ -79,6 +85,19 @@ TEX_N_T_R = {"ne", "neq", "nabla", "not", "nu", "ni", "neg", "nolimits", "newlin
              "nmid", "tau", "theta", "times", "text", "textbf", "textit", "textrm",
              "texttt", "tfrac", "tilde", "to", "top", "triangle", "tanh", "tan", "rho",
              "right", "rangle", "rightarrow", "rfloor", "rceil", "rvert", "rVert", "rm"}
+LEAK = re.compile("|".join([
+    r"\bhidden (?:cells?|checks?|tests?|code)\b",             # how a value was checked
+    r"\b(?:the|our|these|a) (?:unit )?tests? (?:checks?|confirms?|pins?|asserts?|verif)",
+    r"\btests?/[\w./-]+|\btest_\w+\.py\b",                  # test files
+    r"\b(?:numerics\.env|_config\.yml|_toc\.yml|pyproject\.toml|conftest\.py|"
+    r"sanitize\.cfg|nbval)\b|\bpinned numerics\b",              # configuration
+    r"\b(?:the|this) machine (?:was|is) (?:busy|loaded|noisy|quiet|slow)\b",
+    r"\b(?:on|a) (?:quiet|busy|noisy) (?:one|machine)\b",       # the builder's machine
+    r"\btime budget\b|\bto fit (?:the|this|its) chapter\b",     # how long a page may run
+    r"<(?:this repository|it|repository|your fork)>",         # a placeholder address
+    r"\?\s+(?:no|yes):",                                       # "faster? no:"
+    r"(?<![\w.,])(\d[\d,.]*) and \1 (?!times)\w",               # "1 and 1 characters"
+]), re.I)
 MARKER = re.compile("⟨(?:math|code)⟩")  # where page_check.js left out maths or code
 QUOTED = re.compile(r"""^\s*(['"]).*\1\s*$""", re.S)  # a glued str shown as its repr
 NBVAL = re.compile(r"NBVAL")
@@ -208,6 +227,13 @@ def column_overflow(columns: list[dict]) -> list[str]:
     return []
 
 
+def leaks(prose: list[str], code: list[str], literal: list[str] = ()) -> list[str]:
+    """Talk of how the pages are made (see LEAK): in prose, in visible code cells, and in
+    the code the prose shows (inline code, literal blocks)."""
+    return (matches(LEAK, prose, "prose") + matches(LEAK, code, "code")
+            + matches(LEAK, list(literal), "literal"))
+
+
 def judge(data: dict) -> dict[str, list[str]]:
     """Every check's offenders, from what page_check.js collected on one page."""
     return {"raw_tex": raw_tex(data["prose"], data["rich_output"]),
@@ -215,7 +241,8 @@ def judge(data: dict) -> dict[str, list[str]]:
             "check_code": check_code_lines(data["code"]),
             "long_code_line": long_code_lines(data["code"]),
             "small_image": small_images(data["images"]),
-            "column_overflow": column_overflow(data["columns"])}
+            "column_overflow": column_overflow(data["columns"]),
+            "leak": leaks(data["prose"], data["code"], data["literal"])}
 
 
 EXTRACT_JS = (Path(__file__).with_name("page_check.js")).read_text()

@@ -79,6 +79,25 @@ def test_long_code_lines_counts_characters_of_each_line():
     assert pc.long_code_lines(["x = 1\n" + "z" * 89]) == ["89 chars: " + "z" * 89]
 
 
+def test_leaks_finds_talk_of_how_the_pages_are_made():
+    prose = ["A hidden cell checks that the sums agree.", "as tests/interop/test_hf.py shows",
+             "the tests check that both agree", "under numerics.env, one thread",
+             "the machine was busy. Run the chapter again on a quiet one.",
+             "to fit the chapter's time budget", "git clone <this repository> && cd <it>",
+             "faster than the trigram? no: 0.9x", "keep only 1 and 1 characters"]
+    found = pc.leaks(prose, ["x = 1  # nbval compares this"])
+    assert len(found) == 13, found
+    assert found[-1] == "code: x = 1 # «nbval» compares this"
+
+
+def test_leaks_passes_ordinary_english():
+    prose = ["The hidden state of the model", "a test of the hypothesis that α = 0.6",
+             "the chi-square check rejects the broken verifier", "1 and 2 characters",
+             "3 and 3 times", "Is it faster? Not at batch 1.", "one thread of a 2-core CPU",
+             "the machine copies 28.6 GB/s", "a quiet night in Padua"]
+    assert pc.leaks(prose, ["tests = [1, 2]", "best_n = 4"]) == []
+
+
 def image(natural, shown, height=300):
     return {"name": "img a.png", "natural": natural, "natural_height": height,
             "shown": shown}
@@ -140,6 +159,8 @@ DEFECTS = {
                    '<svg viewBox="0 0 900 300" style="width: 500px"></svg>',
     "column_overflow": '<div style="width: 1500px">a figure wider than the column</div>'
                        f'<div style="white-space: nowrap">{LONG * 3}</div>',  # spills
+    "leak": "<p>A hidden check confirms it.</p>"
+            + code_cell("y = 2  # see tests/site/test_x.py"),
 }
 LOOK_ALIKES = {
     "raw_tex": "<p>The chance is <mjx-container>\\min(1, p/q)</mjx-container>, see "
@@ -159,9 +180,11 @@ LOOK_ALIKES = {
     "column_overflow": '<div style="overflow-x: auto"><table style="width: 1500px"><tr>'
                        "<td>wide</td></tr></table></div>"
                        f'<pre style="overflow-x: auto">{LONG * 3}</pre>',
+    "leak": "<p>The hidden state is a vector; 2 and 3 characters.</p>"
+            + code_cell("tests = 3"),
 }
 PLANTED = {"raw_tex": 2, "python_repr": 4, "check_code": 2, "long_code_line": 1,
-           "small_image": 2, "column_overflow": 2}
+           "small_image": 2, "column_overflow": 2, "leak": 2}
 
 
 def synthetic(browser, body: str) -> pc.PageReport:  # noqa: F811

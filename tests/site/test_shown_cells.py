@@ -1,0 +1,163 @@
+"""The code a page shows runs as shown.
+
+A chapter's cells are of two kinds: the ones the site shows (folded or not) and the ones it
+removes (``remove-cell``, ``remove-input``), which check, glue and store values. A student
+who copies only the shown cells, in order, must get no error. Two tests hold the chapters to
+that:
+
+- ``test_shown_code_uses_only_shown_names`` reads every chapter (no kernel, well under a
+  second): each name a shown cell reads and does not bind itself must last have been bound
+  by a shown cell. A removed cell may read shown names and bind its own, but a name it binds
+  (or rebinds) must never be read by shown code.
+- ``test_shown_cells_run_alone`` executes the shown cells only, in order, in a fresh kernel
+  under the pinned numerics, and fails on the first cell that raises, naming it.
+
+``python -m tests.site.test_shown_cells [NOTEBOOK ...]`` runs the second one from the shell
+and prints each chapter's count of failing cells.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9]*.ipynb"))
+REMOVED = {"remove-cell", "remove-input"}
+KERNEL_NAMES = set(dir(builtins)) | {"display", "get_ipython", "In", "Out", "exit", "quit"}
+
+
+def shown(cell: dict) -> bool:
+    """A code cell whose input the site shows (``hide-input`` folds it: still shown)."""
+    return cell["cell_type"] == "code" and not REMOVED & set(cell["metadata"].get("tags", []))
+
+
+def _python(source: str) -> str:
+    """The cell without IPython's magics and shell escapes (they bind nothing we check)."""
+    return "\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                     for line in source.splitlines())
+
+
+def bound_and_read(source: str) -> tuple[set[str], set[str]]:
+    """Names a cell binds at any depth, and names it reads that it never binds."""
+    tree = ast.parse(_python(source))
+    bound, read = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, ast.alias):
+            bound.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.Global | ast.Nonlocal):
+            bound.update(node.names)
+    return bound, read - bound
+
+
+def hidden_dependencies(nb: dict) -> list[str]:
+    """Each shown cell's reads whose last binding was in a removed cell, or nowhere."""
+    last: dict[str, tuple[int, bool]] = {}  # name -> (cell index, bound by a shown cell)
+    problems = []
+    for index, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        bound, read = bound_and_read("".join(cell["source"]))
+        if shown(cell):
+            for name in sorted(read - KERNEL_NAMES):
+                where = last.get(name)
+                if where is None:
+                    problems.append(f"cell {index} reads {name!r}, which no earlier cell binds")
+                elif not where[1]:
+                    problems.append(f"cell {index} reads {name!r}, last bound by removed "
+                                    f"cell {where[0]}")
+        for name in bound:
+            last[name] = (index, shown(cell))
+    return problems
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_shown_code_uses_only_shown_names(path):
+    problems = hidden_dependencies(json.loads(path.read_text("utf-8")))
+    assert not problems, (f"{path.name}: shown code depends on removed cells; bind these "
+                          "names in a shown cell:\n  " + "\n  ".join(problems))
+
+
+def test_hidden_dependencies_finds_hidden_and_overridden_names():
+    def cell(source, *tags):
+        return {"cell_type": "code", "source": [source], "metadata": {"tags": list(tags)}}
+    nb = {"cells": [cell("import math\nx = 1"), cell("y = x + 1", "remove-cell"),
+                    cell("print(y)"), cell("x = 2", "remove-input"), cell("print(x, math.pi)"),
+                    cell("def f(a):\n    return a + z\nfor i in range(3): f(i)"),
+                    cell("%timeit f(1)\nprint(len([k for k in range(3)]))", "hide-input")]}
+    assert hidden_dependencies(nb) == [
+        "cell 2 reads 'y', last bound by removed cell 1",
+        "cell 4 reads 'x', last bound by removed cell 3",
+        "cell 5 reads 'z', which no earlier cell binds"]
+
+
+def shown_only(nb: dict) -> dict:
+    """The notebook with only its shown code cells, outputs cleared."""
+    cells = []
+    for cell in nb["cells"]:
+        if shown(cell):
+            cells.append({**cell, "outputs": [], "execution_count": None})
+    return {**nb, "cells": cells}
+
+
+def run_shown(path: Path, timeout: int = 600) -> list[str]:
+    """Execute the shown cells of path in order, under the pinned numerics, in a fresh kernel
+    started in notebooks/. Returns one line per cell that raised (empty: all ran)."""
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    from shakespeare_lm.site.outputs import pinned_numerics
+
+    nb = nbformat.from_dict(shown_only(json.loads(path.read_text("utf-8"))))
+    env = {**os.environ, **pinned_numerics(), "SLM_PROGRESS": "0"}
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                            resources={"metadata": {"path": str(path.parent)}})
+    client.km = client.create_kernel_manager()
+    failures = []
+    with client.setup_kernel(env=env):
+        for index, cell in enumerate(nb.cells):
+            try:
+                client.execute_cell(cell, index)
+            except CellExecutionError as error:  # only if allow_errors were off
+                failures.append(f"shown cell {index}: {error}")
+            errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+            if errors:
+                first = "".join(cell.source).splitlines()[0][:70]
+                failures.append(f"shown cell {index} ({first!r}): {errors[0]['ename']}: "
+                                f"{errors[0]['evalue']}")
+    return failures
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_shown_cells_run_alone(path):
+    failures = run_shown(path)
+    assert not failures, f"{path.name}: shown cells failed when run alone:\n  " + \
+        "\n  ".join(failures)
+
+
+if __name__ == "__main__":
+    paths = [Path(p).resolve() for p in sys.argv[1:]] or NOTEBOOKS
+    total = 0
+    for path in paths:
+        failures = run_shown(path)
+        total += len(failures)
+        print(f"{path.name}: {len(failures)} failing shown cell(s)")
+        for line in failures:
+            print("   ", line)
+    sys.exit(1 if total else 0)
