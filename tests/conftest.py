@@ -24,19 +24,29 @@ def tiny():
 
 
 PORTABLE_TEST = "test_stored_outputs_reproduce_under_native_kernels"
+SHOWN_TEST = "test_shown_cells_run_alone"
 
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they deselect
 def pytest_collection_modifyitems(session, config, items):
     """Start the cross-environment output check in the background as soon as the session is
     collected, and move its test to the end: it re-executes every chapter on one core while
-    the unit tests, nbval and the browser tests use the other."""
+    the unit tests, nbval and the browser tests use the other. The shown-cells run starts
+    then too, niced, and its test goes last."""
     portable = [item for item in items if item.name == PORTABLE_TEST]
-    if not portable:
-        return
-    from tests.site.test_portable_outputs import start_native_compare
+    if portable:
+        from tests.site.test_portable_outputs import start_native_compare
 
-    proc, work = start_native_compare()
-    config.portable_compare = (proc, work)
-    config.add_cleanup(lambda: proc.poll() is None and proc.kill())
-    items[:] = [item for item in items if item.name != PORTABLE_TEST] + portable
+        proc, work = start_native_compare()
+        config.portable_compare = (proc, work)
+        config.add_cleanup(lambda: proc.poll() is None and proc.kill())
+    # the shown cells of every chapter, run alone: in the background too, at a lower priority
+    shown = [item for item in items if item.name == SHOWN_TEST]
+    if shown:
+        from tests.site.test_shown_cells import start_shown_run
+
+        shown_proc, shown_work = start_shown_run()
+        config.shown_run = (shown_proc, shown_work)
+        config.add_cleanup(lambda: shown_proc.poll() is None and shown_proc.kill())
+    late = {PORTABLE_TEST, SHOWN_TEST}
+    items[:] = [item for item in items if item.name not in late] + portable + shown
