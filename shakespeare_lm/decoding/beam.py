@@ -115,7 +115,8 @@ def _check_prompt(tok, prompt, model) -> list[int]:
 
 
 # --- the model-free search --------------------------------------------------------------
-BEAM_SETTINGS = ("repetition_penalty", "frequency_penalty", "presence_penalty", "stop")
+BEAM_SETTINGS = ("repetition_penalty", "frequency_penalty", "presence_penalty",
+                 "no_repeat_ngram_size", "stop")
 
 
 def beam_config(config: DecodingConfig | None = None, **settings) -> DecodingConfig:

@@ -176,7 +176,7 @@ class _Batch:
         if s.constraint is not None:  # finished rows are not masked: their tokens are discarded
             allowed = s.allowed([FREE if r.reason else r.state for r in self.rows],
                                 [r.text for r in self.rows], [r.where for r in self.rows])
-        nxt = s.choose(s.shape(logits, history, allowed), self.generator)
+        nxt = s.choose(s.shape(logits, history, allowed, self.generator), self.generator)
         logp = torch.log_softmax(logits.float(), dim=-1).gather(-1, nxt[:, None]).squeeze(-1)
         self.seq[:, slot] = nxt
         for r, t, lp in zip(self.rows, nxt.tolist(), logp.tolist()):
@@ -272,7 +272,7 @@ def generate(model, tok, prompt: str | list[str], max_new_tokens: int, *,
     check_max_new_tokens(max_new_tokens)
     cfg.check_stop_characters(tok)
     policy = WindowPolicy(block, check_context_overflow(context_overflow))
-    sampler = Sampler(cfg, constraint, model.config.vocab_size)
+    sampler = Sampler(cfg, constraint, model.config.vocab_size, tok)
     device = model_device(model)
     if prefix_cache is not None:
         _use_prefix_cache(prefix_cache, prompt, encoded[0], max_new_tokens, policy,

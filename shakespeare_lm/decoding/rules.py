@@ -9,14 +9,21 @@ device has it), so a rule decides the same way as the book's pages, whose one Ja
 copy of these rules is ``shakespeare_lm/site/static/decoding.js``; a value within ``TOL`` of
 a threshold counts as reaching it.
 
-``compose`` applies the rules in the documented order, the one used by Hugging Face
-transformers' ``generate``:
+``compose`` applies the rules in one of two documented orders (``ORDERS``). The default is
+the one used by Hugging Face transformers' ``generate``:
 
-    penalties (repetition, frequency, presence) -> temperature -> top-k -> top-p
-    -> min-p -> typical -> epsilon -> eta
+    penalties (repetition, frequency, presence, no-repeat n-gram, DRY) -> temperature
+    -> top-H -> top-nσ -> top-k -> top-p -> min-p -> typical -> epsilon -> eta -> XTC
 
-Every truncation rule after temperature sees the tempered (and already truncated)
-distribution: a filter renormalises what it keeps before the next one looks at it.
+``order="llama.cpp"`` is llama.cpp's default chain, with temperature last:
+
+    penalties -> DRY -> top-nσ -> top-k -> typical -> top-p -> min-p -> (top-H, epsilon,
+    eta) -> XTC -> temperature
+
+Every rule sees the distribution the rules before it left (a filter renormalises what it
+keeps before the next one looks at it), so the same settings in the two orders can keep
+different sets. Mirostat is not a step of the chain: it cuts and draws at the end, and
+keeps a state between steps (``Sampler``).
 """
 
 from __future__ import annotations
@@ -25,6 +32,8 @@ import math
 import numbers
 
 import torch
+
+from ..checks import check_count
 
 NEG_INF = float("-inf")
 # A running total within TOL of p, or a log-probability within TOL of a log threshold, counts
@@ -200,8 +209,216 @@ def presence_penalty(logits: torch.Tensor, history: torch.Tensor, alpha: float) 
     return logits - alpha * (_counts(history, logits.shape[-1], logits.dtype) > 0).to(logits.dtype)
 
 
-ORDER = ("repetition_penalty", "frequency_penalty", "presence_penalty", "temperature",
-         "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta")
+def top_n_sigma(logits: torch.Tensor, n: float) -> torch.Tensor:
+    """Top-nσ (Tang et al. 2024, arXiv 2411.07641), as llama.cpp's ``top-n-sigma`` sampler:
+    keep the tokens whose logit is at least ``max - n * σ``, where σ is the standard deviation
+    (population, over the finite logits) of each row of (..., V). Dividing every logit by a
+    temperature divides both the gap and σ by it, so the kept set does not change with
+    temperature."""
+    _check("top_n_sigma", n, _is_number(n) and n > 0, "a number > 0 (standard deviations)")
+    x = logits.double() if logits.device.type != "mps" else logits
+    finite = torch.isfinite(x)
+    count = finite.sum(-1, keepdim=True).clamp(min=1)
+    mean = torch.where(finite, x, torch.zeros_like(x)).sum(-1, keepdim=True) / count
+    var = torch.where(finite, (x - mean) ** 2, torch.zeros_like(x)).sum(-1, keepdim=True) / count
+    top = x.max(dim=-1, keepdim=True).values
+    return _keep_top(logits, x >= top - n * var.sqrt() - TOL)
+
+
+def top_h(logits: torch.Tensor, h: float, top_n: int = 100) -> torch.Tensor:
+    """Top-H (Potraghloo et al. 2025, arXiv 2509.02510), as transformers'
+    ``TopHLogitsWarper``: among the ``top_n`` most probable tokens of (..., V), renormalised,
+    keep the most probable ones while their share of the entropy, the running sum of
+    ``-p log p``, stays within ``h`` times the entropy of those ``top_n``. The most probable
+    token always stays."""
+    _check("top_h", h, _is_number(h) and 0 < h <= 1, "in (0, 1]")
+    check_count("top_n", top_n, 1, hint=" tokens, such as 100")
+    n = min(int(top_n), logits.shape[-1])
+    values, ids = _sorted_desc(logits)
+    logp = _logprobs(values[..., :n])
+    terms = -(logp.exp() * torch.where(torch.isfinite(logp), logp, torch.zeros_like(logp)))
+    keep = torch.zeros_like(ids, dtype=torch.bool)
+    keep[..., :n] = torch.cumsum(terms, -1) <= h * terms.sum(-1, keepdim=True) + TOL
+    return _keep_sorted_prefix(logits, ids, keep)
+
+
+def xtc(logits: torch.Tensor, threshold: float, probability: float, u: torch.Tensor,
+        min_tokens_to_keep: int = 1) -> torch.Tensor:
+    """XTC, "exclude top choices" (text-generation-webui PR #6335, llama.cpp PR #9742), as
+    llama.cpp's ``xtc`` sampler. In each row of (..., V) whose uniform draw ``u`` (...) is at
+    most ``probability``, and if at least two tokens have probability >= ``threshold``, remove
+    all of those but the least probable of them, provided ``min_tokens_to_keep`` tokens remain.
+    It cuts the head of the distribution, not its tail. A threshold above 0.5 can never leave
+    two tokens above it and changes nothing. ``u`` comes from the sampler's seeded generator,
+    so a seed still reproduces a text."""
+    _check("xtc_threshold", threshold, _is_number(threshold) and 0 <= threshold <= 1, "in [0, 1]")
+    _check("xtc_probability", probability, _is_number(probability) and 0 <= probability <= 1,
+           "in [0, 1]")
+    check_count("min_tokens_to_keep", min_tokens_to_keep, 1, hint=" tokens, such as 1")
+    u = torch.as_tensor(u, dtype=torch.float64, device=logits.device)
+    if u.shape != logits.shape[:-1]:
+        raise ValueError(f"xtc needs one uniform draw per row: u has shape {tuple(u.shape)}, "
+                         f"the logits' rows {tuple(logits.shape[:-1])}")
+    if probability == 0 or threshold > 0.5:
+        return logits.clone()
+    _, ids = _sorted_desc(logits)
+    probs = _logprobs(logits).exp().gather(-1, ids)
+    above = probs >= threshold - TOL                          # a prefix of the sorted order
+    n_above = above.sum(-1, keepdim=True)
+    finite = torch.isfinite(logits).sum(-1, keepdim=True)
+    act = ((u <= probability).unsqueeze(-1) & (n_above >= 2)
+           & (finite - (n_above - 1) >= min_tokens_to_keep))
+    rank = torch.arange(ids.shape[-1], device=ids.device)
+    drop = act & (rank < n_above - 1)                         # every one above but the last
+    keep = torch.zeros_like(drop).scatter(-1, ids, ~drop)
+    return logits.masked_fill(~keep, NEG_INF)
+
+
+def no_repeat_ngram(logits: torch.Tensor, history: torch.Tensor, n: int) -> torch.Tensor:
+    """transformers' ``NoRepeatNGramLogitsProcessor`` on logits (..., V): forbid every token
+    that would complete an n-gram already present in ``history`` (..., H), the prompt and the
+    text so far (ids < 0 are padding at the end). n = 1 forbids every token seen."""
+    check_count("no_repeat_ngram_size", n, 1, hint=" tokens, such as 3")
+    rows = history.reshape(-1, history.shape[-1]).tolist()
+    out = logits.clone()
+    flat = out.view(-1, out.shape[-1])
+    for r, row in enumerate(rows):
+        seq = [t for t in row if t >= 0]
+        if len(seq) + 1 < n:
+            continue
+        tail = tuple(seq[len(seq) - n + 1:]) if n > 1 else ()
+        banned = {seq[i + n - 1] for i in range(len(seq) - n + 1)
+                  if tuple(seq[i:i + n - 1]) == tail}
+        if banned:
+            flat[r, sorted(banned)] = NEG_INF
+    return out
+
+
+def dry(logits: torch.Tensor, history: torch.Tensor, multiplier: float, base: float = 1.75,
+        allowed_length: int = 2, breakers: tuple = (), last_n: int = -1) -> torch.Tensor:
+    """DRY, "don't repeat yourself" (text-generation-webui PR #5677, llama.cpp PR #9702), as
+    llama.cpp's ``dry`` sampler, on logits (..., V) after ``history`` (..., H), ids < 0 being
+    padding. A token that would extend a sequence which already occurred earlier in the last
+    ``last_n`` tokens (-1: all of them), when that sequence is at least ``allowed_length``
+    long, loses ``multiplier * base ** (length - allowed_length)`` from its logit, ``length``
+    being the longest such sequence. ``breakers`` are token-id tuples (a single token, or a
+    head and its tail) that no repeat may span: a repeat is measured only back to the most
+    recent breaker, and a one-token breaker is never penalised. Exact copying, which a text
+    sometimes needs, is penalised too."""
+    _check("dry_multiplier", multiplier, _is_number(multiplier) and multiplier >= 0,
+           "a number >= 0")
+    _check("dry_base", base, _is_number(base) and base >= 1, "a number >= 1")
+    check_count("dry_allowed_length", allowed_length, 0, hint=" tokens, such as 2")
+    _check("dry_penalty_last_n", last_n, _is_integer(last_n) and last_n >= -1,
+           "an integer >= -1 (-1: the whole history)")
+    heads: dict[int, list[tuple]] = {}
+    for seq in breakers:
+        seq = tuple(int(t) for t in seq)
+        if seq:
+            heads.setdefault(seq[0], []).append(seq[1:])
+    out = logits.clone()
+    if multiplier == 0 or last_n == 0:
+        return out
+    max_exp = int(88.7228391 / math.log(base)) if base > 1.000001 else 0
+    rows = history.reshape(-1, history.shape[-1]).tolist()
+    flat = out.view(-1, out.shape[-1])
+    for r, row in enumerate(rows):
+        seq = [t for t in row if t >= 0]
+        seq = seq if last_n == -1 else seq[len(seq) - last_n:] if last_n < len(seq) else seq
+        n = len(seq)
+        if n <= allowed_length:
+            continue
+        limit = n  # Step 1: a repeat may not reach back past the latest breaker
+        for i in range(n):  # i tokens from the end
+            tails = heads.get(seq[n - 1 - i], [])
+            match = max((len(t) for t in tails if len(t) <= i and all(
+                t[k] == seq[n - 1 - i + 1 + k] for k in range(len(t)))), default=-1)
+            if match >= 0:
+                limit = i - match
+                break
+        if limit < allowed_length:
+            continue
+        longest: dict[int, int] = {}  # Steps 2-3: the repeat each next token would extend
+        for j in range(n - 1):        # an earlier occurrence ending at position j
+            length = 0
+            while length < j + 1 and seq[j - length] == seq[n - 1 - length]:
+                length += 1
+            length = min(length, limit)
+            if length >= allowed_length:
+                token = seq[j + 1]
+                longest[token] = max(longest.get(token, 0), length)
+        for token, length in longest.items():  # Step 4, sparing one-token breakers
+            if () in heads.get(token, []):
+                continue
+            exponent = length - allowed_length
+            if max_exp > 0:
+                exponent = min(exponent, max_exp)
+            flat[r, token] -= multiplier * base ** exponent
+    return out
+
+
+def mirostat_truncate(logits: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
+    """Mirostat 2.0's cut (Basu et al. 2021, arXiv 2007.14966), as llama.cpp's
+    ``mirostat-v2``: keep the most probable tokens of each row of (..., V) whose surprise
+    ``-log2 p`` is at most ``mu`` (...), the row's current target; the top token always stays.
+    The state ``mu`` moves after each draw: see :func:`mirostat_update`."""
+    mu = torch.as_tensor(mu, dtype=torch.float64, device=logits.device)
+    if mu.shape != logits.shape[:-1]:
+        raise ValueError(f"mirostat needs one mu per row: mu has shape {tuple(mu.shape)}, "
+                         f"the logits' rows {tuple(logits.shape[:-1])}")
+    values, ids = _sorted_desc(logits)
+    surprise = -_logprobs(values) / math.log(2)
+    keep = torch.cumprod((surprise <= mu.unsqueeze(-1) + TOL).to(torch.int8), -1).bool()
+    return _keep_sorted_prefix(logits, ids, keep)
+
+
+def mirostat_update(mu: torch.Tensor, p_chosen: torch.Tensor, tau: float,
+                    eta: float) -> torch.Tensor:
+    """Mirostat's feedback: ``mu - eta * (s - tau)``, where ``s = -log2 p`` is the surprise of
+    the token drawn, under the cut and renormalised distribution it was drawn from."""
+    surprise = -torch.log2(torch.as_tensor(p_chosen, dtype=torch.float64))
+    return torch.as_tensor(mu, dtype=torch.float64) - eta * (surprise - tau)
+
+
+# Each rule, by the name of its main setting (None: off), with the settings it reads.
+RULE_PARAMS = {
+    "repetition_penalty": ("repetition_penalty",),
+    "frequency_penalty": ("frequency_penalty",),
+    "presence_penalty": ("presence_penalty",),
+    "no_repeat_ngram_size": ("no_repeat_ngram_size",),
+    "dry_multiplier": ("dry_multiplier", "dry_base", "dry_allowed_length",
+                       "dry_sequence_breakers", "dry_penalty_last_n"),
+    "temperature": ("temperature",),
+    "top_h": ("top_h",),
+    "top_n_sigma": ("top_n_sigma",),
+    "top_k": ("top_k",),
+    "top_p": ("top_p",),
+    "min_p": ("min_p",),
+    "typical_p": ("typical_p",),
+    "epsilon": ("epsilon",),
+    "eta": ("eta",),
+    "xtc_probability": ("xtc_probability", "xtc_threshold"),
+}
+HISTORY_RULES = ("repetition_penalty", "frequency_penalty", "presence_penalty",
+                 "no_repeat_ngram_size", "dry_multiplier")
+# The chain's order. transformers: penalties, temperature, then top-H and the truncations
+# (top-nσ and XTC, which it lacks, where llama.cpp puts them among the truncations).
+# llama.cpp's default chain (common/common.h): penalties, DRY, top-nσ, top-k, typical, top-p,
+# min-p, XTC, and temperature last (top-H, epsilon and eta, which it lacks, beside min-p).
+ORDERS = {
+    "transformers": ("repetition_penalty", "frequency_penalty", "presence_penalty",
+                     "no_repeat_ngram_size", "dry_multiplier", "temperature", "top_h",
+                     "top_n_sigma", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta",
+                     "xtc_probability"),
+    "llama.cpp": ("repetition_penalty", "frequency_penalty", "presence_penalty",
+                  "no_repeat_ngram_size", "dry_multiplier", "top_n_sigma", "top_k",
+                  "typical_p", "top_p", "min_p", "top_h", "epsilon", "eta", "xtc_probability",
+                  "temperature"),
+}
+ORDER = ORDERS["transformers"]
+DEFAULTS = {"dry_base": 1.75, "dry_allowed_length": 2, "dry_sequence_breakers": (),
+            "dry_penalty_last_n": -1, "xtc_threshold": 0.1}
+SETTINGS = tuple(name for params in RULE_PARAMS.values() for name in params)
 PENALTIES = {"repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
               "presence_penalty": presence_penalty}
 TRUNCATIONS = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
@@ -209,9 +426,34 @@ TRUNCATIONS = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_
 
 
 def _check_names(settings: dict) -> None:
-    unknown = set(settings) - set(ORDER)
+    unknown = set(settings) - set(SETTINGS)
     if unknown:
-        raise TypeError(f"unknown decoding rule(s) {sorted(unknown)}; known: {list(ORDER)}")
+        raise TypeError(f"unknown decoding rule(s) {sorted(unknown)}; known: {list(SETTINGS)}")
+
+
+def _check_order(order: str) -> None:
+    if order not in ORDERS:
+        raise ValueError(f"order={order!r} is invalid: order must be one of {list(ORDERS)}")
+
+
+def _apply(name: str, logits: torch.Tensor, history, settings: dict, u) -> torch.Tensor:
+    """One rule of the chain, with its settings (DEFAULTS for those not given)."""
+    value = settings[name]
+    get = lambda key: settings.get(key) if settings.get(key) is not None else DEFAULTS[key]
+    if name in PENALTIES:
+        return PENALTIES[name](logits, history, value)
+    if name == "no_repeat_ngram_size":
+        return no_repeat_ngram(logits, history, value)
+    if name == "dry_multiplier":
+        return dry(logits, history, value, get("dry_base"), get("dry_allowed_length"),
+                   get("dry_sequence_breakers"), get("dry_penalty_last_n"))
+    if name == "top_h":
+        return top_h(logits, value)
+    if name == "top_n_sigma":
+        return top_n_sigma(logits, value)
+    if name == "xtc_probability":
+        return xtc(logits, get("xtc_threshold"), value, u)
+    return TRUNCATIONS[name](logits, value)
 
 
 def validate(**settings) -> dict:
@@ -219,36 +461,44 @@ def validate(**settings) -> dict:
     _check_names(settings)
     probe = torch.zeros(1, 2)
     history = torch.zeros(1, 1, dtype=torch.long)
-    for name, value in settings.items():
-        if value is None:
-            continue
-        if name in PENALTIES:
-            PENALTIES[name](probe, history, value)
-        elif name == "temperature":
+    given = {k: v for k, v in settings.items() if v is not None}
+    for name in RULE_PARAMS:
+        if name == "temperature" and name in given:
+            value = given[name]
             _check("temperature", value, _is_number(value) and value >= 0,
                    "a number >= 0 (0 means greedy)")
+        elif name in given:
+            _apply(name, probe, history, given, torch.ones(1))
         else:
-            TRUNCATIONS[name](probe, value)
-    return {k: v for k, v in settings.items() if v is not None}
+            extra = [k for k in RULE_PARAMS[name][1:] if k in given]
+            if extra:
+                raise ValueError(f"{extra[0]}={given[extra[0]]!r} is set but {name} is not: "
+                                 f"set {name} to turn the rule on")
+    return given
 
 
-def compose(logits: torch.Tensor, history: torch.Tensor | None = None, **settings) -> torch.Tensor:
-    """Apply every given rule to logits (..., V) in ``ORDER``; None (or temperature 0,
-    greedy) skips a rule. ``history`` (..., H) are the token ids so far (the penalties need it).
+def compose(logits: torch.Tensor, history: torch.Tensor | None = None, *,
+            order: str = "transformers", xtc_u: torch.Tensor | None = None,
+            **settings) -> torch.Tensor:
+    """Apply every given rule to logits (..., V) in the chain ``order`` (``ORDERS``); None
+    (or temperature 0, greedy) skips a rule. ``history`` (..., H) are the token ids so far
+    (the penalties need it); ``xtc_u`` (...) the uniform draws XTC needs when it is on.
     """
     _check_names(settings)
+    _check_order(order)
     out = logits
-    for name in ORDER:
+    for name in ORDERS[order]:
         value = settings.get(name)
         if value is None or (name == "temperature" and _is_number(value) and value == 0):
             continue
-        if name in PENALTIES:
+        if name in HISTORY_RULES:
             if history is None:
                 raise ValueError(f"{name} needs the history of token ids (history=None given)")
-            if history.shape[-1] > 0:
-                out = PENALTIES[name](out, history, value)
-        else:
-            out = TRUNCATIONS[name](out, value)
+            if history.shape[-1] == 0:
+                continue
+        if name == "xtc_probability" and xtc_u is None:
+            raise ValueError("xtc_probability needs one uniform draw per row (xtc_u=None given)")
+        out = _apply(name, out, history, settings, xtc_u)
     return out
 
 

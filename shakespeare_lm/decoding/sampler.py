@@ -35,6 +35,31 @@ from .automata import allowed_or_raise, check_constraint, mask_logits
 FREE = object()
 
 
+# llama.cpp's default DRY sequence breakers (common/common.h); characters our vocabulary lacks
+# can never occur, so they are dropped when the breakers are turned into token ids
+DRY_BREAKERS = ("\n", ":", '"', "*")
+
+
+def _breakers(breakers) -> tuple[str, ...]:
+    """``dry_sequence_breakers`` (a str or a list of str) as a tuple of non-empty strings."""
+    items = (breakers,) if isinstance(breakers, str) else breakers
+    if not isinstance(items, (list, tuple)) or not all(isinstance(b, str) and b for b in items):
+        raise ValueError(f"dry_sequence_breakers={breakers!r} is invalid: give a list of "
+                         "non-empty strings, such as ['\\n', ':']")
+    return tuple(items)
+
+
+def breaker_ids(breakers, tok) -> tuple[tuple[int, ...], ...]:
+    """DRY's breakers as token-id tuples, dropping any the tokenizer cannot write."""
+    out = []
+    for text in DRY_BREAKERS if breakers is None else breakers:
+        try:
+            out.append(tuple(tok.encode(text)))
+        except (KeyError, ValueError):
+            continue
+    return tuple(out)
+
+
 def _stops(stop) -> tuple[str, ...]:
     """``stop`` (None, a str, or a list or tuple of str) as a tuple of stop sequences."""
     if stop is None:
@@ -68,9 +93,34 @@ class DecodingConfig:
     presence_penalty: float | None = None
     seed: int | None = None
     stop: tuple[str, ...] = ()
+    # the samplers of today's tools (shakespeare_lm.decoding.rules)
+    top_n_sigma: float | None = None
+    top_h: float | None = None
+    xtc_probability: float | None = None
+    xtc_threshold: float | None = None
+    dry_multiplier: float | None = None
+    dry_base: float | None = None
+    dry_allowed_length: int | None = None
+    dry_sequence_breakers: tuple[str, ...] | None = None
+    dry_penalty_last_n: int | None = None
+    no_repeat_ngram_size: int | None = None
+    mirostat_tau: float | None = None
+    mirostat_eta: float = 0.1
+    order: str = "transformers"
 
     def __post_init__(self):
-        rules.validate(**{name: getattr(self, name) for name in rules.ORDER})
+        if self.dry_sequence_breakers is not None:
+            object.__setattr__(self, "dry_sequence_breakers",
+                               _breakers(self.dry_sequence_breakers))
+        rules.validate(**{name: getattr(self, name) for name in rules.SETTINGS})
+        rules._check_order(self.order)
+        if self.mirostat_tau is not None:
+            rules._check("mirostat_tau", self.mirostat_tau,
+                         rules._is_number(self.mirostat_tau) and self.mirostat_tau > 0,
+                         "a number > 0 (the target surprise, in bits)")
+            rules._check("mirostat_eta", self.mirostat_eta,
+                         rules._is_number(self.mirostat_eta) and 0 < self.mirostat_eta <= 1,
+                         "in (0, 1] (the learning rate)")
         if self.seed is not None and (isinstance(self.seed, bool)
                                       or not isinstance(self.seed, numbers.Integral)):
             raise ValueError(f"seed={self.seed!r} is invalid: seed must be an integer or None")
@@ -97,20 +147,40 @@ class DecodingConfig:
     def greedy(self) -> bool:
         return self.temperature == 0
 
+    def _on(self, names) -> dict:
+        """The settings of the rules in ``names`` that are on, with their parameters."""
+        out = {}
+        for rule in names:
+            if getattr(self, rule) is not None:
+                out.update({k: getattr(self, k) for k in rules.RULE_PARAMS[rule]
+                            if getattr(self, k) is not None})
+        return out
+
     @property
     def penalties(self) -> dict:
-        """The penalties that are on, by name (they need the history)."""
-        return {n: getattr(self, n) for n in rules.PENALTIES if getattr(self, n) is not None}
+        """The rules that read the history and are on (penalties, no-repeat n-gram, DRY)."""
+        return self._on(rules.HISTORY_RULES)
 
     @property
     def truncation(self) -> dict:
         """Temperature and the truncation rules that are on; empty when greedy."""
         if self.greedy:
             return {}
-        out = {n: getattr(self, n) for n in rules.TRUNCATIONS if getattr(self, n) is not None}
+        out = self._on(n for n in rules.RULE_PARAMS if n not in rules.HISTORY_RULES)
         if out.get("temperature") == 1:  # dividing by 1 changes nothing
             del out["temperature"]
         return out
+
+    @property
+    def mirostat(self) -> bool:
+        """Mirostat 2.0 is on (it cuts and draws last, and keeps a state between steps)."""
+        return self.mirostat_tau is not None and not self.greedy
+
+    @property
+    def random_rules(self) -> list[str]:
+        """Settings whose rule draws random numbers or keeps a state between steps."""
+        out = ["xtc_probability"] if self.xtc_probability and not self.greedy else []
+        return out + (["mirostat_tau"] if self.mirostat else [])
 
     def refuse_all_but(self, used: Sequence[str], decoder: str, why: str) -> None:
         """A ValueError if a setting not in ``used`` differs from its default: ``decoder``
@@ -153,12 +223,21 @@ class Sampler:
     ``states``: one automaton state per row, or ``FREE`` for a row that is not masked.
     """
 
-    def __init__(self, config: DecodingConfig, constraint=None, vocab_size: int | None = None):
+    def __init__(self, config: DecodingConfig, constraint=None, vocab_size: int | None = None,
+                 tok=None):
         if constraint is not None:
             check_constraint(constraint, vocab_size)
         self.config, self.constraint = config, constraint
         self.greedy = config.greedy
-        self._penalties, self._truncation = config.penalties, config.truncation
+        self._penalties, self._truncation = dict(config.penalties), config.truncation
+        if "dry_multiplier" in self._penalties:
+            if tok is None and config.dry_sequence_breakers != ():
+                raise ValueError("DRY's sequence breakers are strings: the sampler needs the "
+                                 "tokenizer (tok=) to turn them into token ids")
+            self._penalties["dry_sequence_breakers"] = (
+                () if tok is None else breaker_ids(config.dry_sequence_breakers, tok))
+        self._xtc = self._truncation.get("xtc_probability")
+        self.mu = None  # mirostat's target surprise per row, in bits (2 tau at the start)
 
     @property
     def needs_history(self) -> bool:
@@ -185,16 +264,46 @@ class Sampler:
         return torch.stack([torch.ones(V, dtype=torch.bool) if m is None else m for m in rows])
 
     def shape(self, logits: torch.Tensor, history: torch.Tensor | None = None,
-              allowed: torch.Tensor | None = None) -> torch.Tensor:
+              allowed: torch.Tensor | None = None,
+              generator: torch.Generator | None = None) -> torch.Tensor:
         """Penalties, then the mask ``allowed`` (R, V), then (unless greedy) temperature and
-        truncation: the logits (R, V) a token is chosen from."""
+        truncation in the config's ``order``, then mirostat's cut: the logits (R, V) a token
+        is chosen from.
+
+        XTC draws one uniform number per row. Given the ``generator`` (as ``generate`` does),
+        the draw decides whether the row's head is cut. Without it, the result is the exact
+        distribution over both outcomes, the log of ``π p_cut + (1 - π) p_uncut`` with π the
+        XTC probability, so speculative decoding and any other caller that needs the
+        distribution of the next token, not one draw, get it exactly."""
         out = self.mask(self.penalise(logits, history), allowed)
         if self._truncation:
-            out = rules.compose(out, None, **self._truncation)
+            order = self.config.order
+            if self._xtc is None:
+                out = rules.compose(out, None, order=order, **self._truncation)
+            elif generator is not None:
+                u = torch.rand(out.shape[:-1], generator=generator, device=generator.device,
+                               dtype=torch.float64)
+                out = rules.compose(out, None, order=order, xtc_u=u.to(out.device),
+                                    **self._truncation)
+            else:
+                rows = out.shape[:-1]
+                cut = rules.compose(out, None, order=order, xtc_u=torch.zeros(rows),
+                                    **self._truncation)
+                uncut = rules.compose(out, None, order=order, xtc_u=torch.full(rows, 2.0),
+                                      **self._truncation)
+                mix = (self._xtc * torch.softmax(cut.double(), -1)
+                       + (1 - self._xtc) * torch.softmax(uncut.double(), -1))
+                out = mix.log()
+        if self.config.mirostat:
+            if self.mu is None or self.mu.shape != out.shape[:-1]:
+                self.mu = torch.full(out.shape[:-1], 2.0 * self.config.mirostat_tau,
+                                     dtype=torch.float64)
+            out = rules.mirostat_truncate(out, self.mu)
         return out
 
     def penalise(self, logits: torch.Tensor, history: torch.Tensor | None) -> torch.Tensor:
-        """The penalties alone: logits (R, V) and the history (R, H) they count -> (R, V)."""
+        """The history's rules alone (penalties, no-repeat n-gram, DRY): logits (R, V) and
+        the history (R, H) they count -> (R, V)."""
         return rules.compose(logits, history, **self._penalties) if self._penalties else logits
 
     @staticmethod
@@ -211,8 +320,16 @@ class Sampler:
         return torch.softmax(shaped.to(dtype), dim=-1)
 
     def choose(self, shaped: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        """Shaped logits (R, V) -> one token per row (R,): argmax when greedy, else a draw."""
-        return rules.greedy(shaped) if self.greedy else rules.sample(shaped, generator)
+        """Shaped logits (R, V) -> one token per row (R,): argmax when greedy, else a draw.
+        With mirostat, each row's target then moves by the surprise of its draw."""
+        if self.greedy:
+            return rules.greedy(shaped)
+        tokens = rules.sample(shaped, generator)
+        if self.config.mirostat:
+            p = torch.softmax(shaped.double(), -1).gather(-1, tokens[:, None]).squeeze(-1)
+            self.mu = rules.mirostat_update(self.mu, p.cpu(), self.config.mirostat_tau,
+                                            self.config.mirostat_eta)
+        return tokens
 
     def probs(self, logits: torch.Tensor, history: torch.Tensor | None = None,
               allowed: torch.Tensor | None = None) -> torch.Tensor:

@@ -220,7 +220,14 @@ def setup(target, draft, tok, prompt: str, max_new_tokens: int, gamma: int, veri
         raise ValueError(f"verifier={verifier!r} is invalid: verifier must be one of {VERIFIERS}")
     slide = check_context_overflow(context_overflow)
     config.check_stop_characters(tok)
-    sampler = Sampler(config, constraint, target.config.vocab_size)
+    if config.mirostat:
+        raise ValueError(f"speculative decoding cannot use mirostat_tau={config.mirostat_tau!r}: "
+                         "mirostat's target moves after every draw by the surprise of the "
+                         "token drawn, so the distribution at a drafted position depends on "
+                         "draws not yet made, and a pass that verifies several positions "
+                         "cannot know it; use generate, or a stateless rule such as min_p or "
+                         "top_n_sigma")
+    sampler = Sampler(config, constraint, target.config.vocab_size, tok)
     drafter = as_draft(draft, target)
     block = min(target.config.block_size, getattr(drafter, "block_size", target.config.block_size))
     if len(ids) > block:

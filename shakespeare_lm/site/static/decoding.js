@@ -13,8 +13,13 @@ var SlmDecoding = (function () {
   var TOL = 1e-12;  // rules.TOL: within TOL of a threshold counts as reaching it
   // DecodingConfig's fields, in its order, and their defaults
   var FIELDS = ["temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta",
-                "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "stop"];
-  var DEFAULTS = { temperature: 1.0, stop: [] };  // the others: null (off)
+                "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "stop",
+                "top_n_sigma", "top_h", "xtc_probability", "xtc_threshold", "dry_multiplier",
+                "dry_base", "dry_allowed_length", "dry_sequence_breakers", "dry_penalty_last_n",
+                "no_repeat_ngram_size", "mirostat_tau", "mirostat_eta", "order"];
+  var DEFAULTS = { temperature: 1.0, stop: [], mirostat_eta: 0.1, order: "transformers" };
+  // DecodingConfig's settings that the browser's sampler does not have (yet): refused
+  var PYTHON_ONLY = FIELDS.slice(12);
   // rules.ORDER: the penalties, then temperature and the truncation rules
   var ORDER = ["repetition_penalty", "frequency_penalty", "presence_penalty", "temperature",
                "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta"];
@@ -251,6 +256,13 @@ var SlmDecoding = (function () {
     var cfg = {};
     FIELDS.forEach(function (f) {
       cfg[f] = settings[f] !== undefined ? settings[f] : DEFAULTS[f] !== undefined ? DEFAULTS[f] : null;
+    });
+    PYTHON_ONLY.forEach(function (f) {
+      var d = DEFAULTS[f] !== undefined ? DEFAULTS[f] : null;
+      if (cfg[f] !== d) {
+        throw valueError(f + "=" + repr(cfg[f]) + " is not available in the browser's sampler: "
+                         + "it runs in Python (shakespeare_lm.generate)");
+      }
     });
     var rules = {};
     ORDER.forEach(function (name) { rules[name] = cfg[name]; });
