@@ -311,11 +311,7 @@ def dry(logits: torch.Tensor, history: torch.Tensor, multiplier: float, base: fl
     check_count("dry_allowed_length", allowed_length, 0, hint=" tokens, such as 2")
     _check("dry_penalty_last_n", last_n, _is_integer(last_n) and last_n >= -1,
            "an integer >= -1 (-1: the whole history)")
-    heads: dict[int, list[tuple]] = {}
-    for seq in breakers:
-        seq = tuple(int(t) for t in seq)
-        if seq:
-            heads.setdefault(seq[0], []).append(seq[1:])
+    heads = _breaker_heads(breakers)
     out = logits.clone()
     if multiplier == 0 or last_n == 0:
         return out
@@ -324,37 +320,52 @@ def dry(logits: torch.Tensor, history: torch.Tensor, multiplier: float, base: fl
     flat = out.view(-1, out.shape[-1])
     for r, row in enumerate(rows):
         seq = [t for t in row if t >= 0]
-        seq = seq if last_n == -1 else seq[len(seq) - last_n:] if last_n < len(seq) else seq
-        n = len(seq)
-        if n <= allowed_length:
-            continue
-        limit = n  # Step 1: a repeat may not reach back past the latest breaker
-        for i in range(n):  # i tokens from the end
-            tails = heads.get(seq[n - 1 - i], [])
-            match = max((len(t) for t in tails if len(t) <= i and all(
-                t[k] == seq[n - 1 - i + 1 + k] for k in range(len(t)))), default=-1)
-            if match >= 0:
-                limit = i - match
-                break
-        if limit < allowed_length:
-            continue
-        longest: dict[int, int] = {}  # Steps 2-3: the repeat each next token would extend
-        for j in range(n - 1):        # an earlier occurrence ending at position j
-            length = 0
-            while length < j + 1 and seq[j - length] == seq[n - 1 - length]:
-                length += 1
-            length = min(length, limit)
-            if length >= allowed_length:
-                token = seq[j + 1]
-                longest[token] = max(longest.get(token, 0), length)
-        for token, length in longest.items():  # Step 4, sparing one-token breakers
-            if () in heads.get(token, []):
+        seq = seq if last_n == -1 or last_n >= len(seq) else seq[len(seq) - last_n:]
+        for token, length in _dry_repeats(seq, heads, allowed_length).items():
+            if () in heads.get(token, []):  # a one-token breaker is never penalised
                 continue
             exponent = length - allowed_length
             if max_exp > 0:
                 exponent = min(exponent, max_exp)
             flat[r, token] -= multiplier * base ** exponent
     return out
+
+
+def _breaker_heads(breakers) -> dict[int, list[tuple]]:
+    """DRY's breakers by their first token: head -> the tails that follow it."""
+    heads: dict[int, list[tuple]] = {}
+    for seq in breakers:
+        seq = tuple(int(t) for t in seq)
+        if seq:
+            heads.setdefault(seq[0], []).append(seq[1:])
+    return heads
+
+
+def _dry_repeats(seq: list[int], heads: dict, allowed_length: int) -> dict[int, int]:
+    """For each token that would extend a repeat of the end of ``seq``, the longest such
+    repeat (at least ``allowed_length``), measured back to the most recent breaker."""
+    n = len(seq)
+    if n <= allowed_length:
+        return {}
+    limit = n  # a repeat may not reach back past the latest breaker
+    for i in range(n):  # i tokens from the end
+        tails = heads.get(seq[n - 1 - i], [])
+        match = max((len(t) for t in tails if len(t) <= i and all(
+            t[k] == seq[n - i + k] for k in range(len(t)))), default=-1)
+        if match >= 0:
+            limit = i - match
+            break
+    if limit < allowed_length:
+        return {}
+    longest: dict[int, int] = {}
+    for j in range(n - 1):  # an earlier occurrence of the end of seq, ending at position j
+        length = 0
+        while length < j + 1 and seq[j - length] == seq[n - 1 - length]:
+            length += 1
+        length = min(length, limit)
+        if length >= allowed_length:
+            longest[seq[j + 1]] = max(longest.get(seq[j + 1], 0), length)
+    return longest
 
 
 def mirostat_truncate(logits: torch.Tensor, mu: torch.Tensor) -> torch.Tensor:
@@ -431,9 +442,18 @@ def _check_names(settings: dict) -> None:
         raise TypeError(f"unknown decoding rule(s) {sorted(unknown)}; known: {list(SETTINGS)}")
 
 
-def _check_order(order: str) -> None:
+def check_order(order: str) -> None:
+    """``order`` names a chain of ``ORDERS``."""
     if order not in ORDERS:
         raise ValueError(f"order={order!r} is invalid: order must be one of {list(ORDERS)}")
+
+
+def check_mirostat(tau: float, eta: float) -> None:
+    """Mirostat's target surprise ``tau`` (bits, > 0) and learning rate ``eta`` (in (0, 1])."""
+    _check("mirostat_tau", tau, _is_number(tau) and tau > 0,
+           "a number > 0 (the target surprise, in bits)")
+    _check("mirostat_eta", eta, _is_number(eta) and 0 < eta <= 1,
+           "in (0, 1] (the learning rate)")
 
 
 def _apply(name: str, logits: torch.Tensor, history, settings: dict, u) -> torch.Tensor:
@@ -485,7 +505,7 @@ def compose(logits: torch.Tensor, history: torch.Tensor | None = None, *,
     (the penalties need it); ``xtc_u`` (...) the uniform draws XTC needs when it is on.
     """
     _check_names(settings)
-    _check_order(order)
+    check_order(order)
     out = logits
     for name in ORDERS[order]:
         value = settings.get(name)

@@ -113,14 +113,9 @@ class DecodingConfig:
             object.__setattr__(self, "dry_sequence_breakers",
                                _breakers(self.dry_sequence_breakers))
         rules.validate(**{name: getattr(self, name) for name in rules.SETTINGS})
-        rules._check_order(self.order)
+        rules.check_order(self.order)
         if self.mirostat_tau is not None:
-            rules._check("mirostat_tau", self.mirostat_tau,
-                         rules._is_number(self.mirostat_tau) and self.mirostat_tau > 0,
-                         "a number > 0 (the target surprise, in bits)")
-            rules._check("mirostat_eta", self.mirostat_eta,
-                         rules._is_number(self.mirostat_eta) and 0 < self.mirostat_eta <= 1,
-                         "in (0, 1] (the learning rate)")
+            rules.check_mirostat(self.mirostat_tau, self.mirostat_eta)
         if self.seed is not None and (isinstance(self.seed, bool)
                                       or not isinstance(self.seed, numbers.Integral)):
             raise ValueError(f"seed={self.seed!r} is invalid: seed must be an integer or None")

@@ -97,36 +97,51 @@ def record(pool: np.ndarray) -> dict:
         cases.append(entry)
 
     for row in range(len(pool)):
-        for n in (0.5, 1.0, 1.5, 2.0, 3.0):
-            case("top_n_sigma", {"n": n}, row, ll.llama_sampler_init_top_n_sigma(n))
-        for threshold in (0.02, 0.05, 0.1, 0.2, 0.3):
-            for min_keep in (1, 3):
-                # probability 1: every draw (a uniform number below 1) applies the cut
-                case("xtc", {"threshold": threshold, "probability": 1.0,
-                             "min_tokens_to_keep": min_keep}, row,
-                     ll.llama_sampler_init_xtc(1.0, threshold, min_keep, 1))
+        _truncations(ll, case, row)
         if row % 2 == 0:  # DRY on a history with repeats: pieces of itself, copied
             base = rng.integers(0, 12, size=int(rng.integers(8, 30))).tolist()
-            history = base + base[: int(rng.integers(2, len(base)))]
-            for mult, b, allowed, last_n in ((0.8, 1.75, 2, 64), (1.0, 2.0, 1, 64),
-                                             (0.5, 1.5, 3, 16)):
-                case("dry", {"multiplier": mult, "base": b, "allowed_length": allowed,
-                             "last_n": last_n}, row,
-                     ll.llama_sampler_init_dry(None, mult, b, allowed, last_n, None, 0),
-                     history)
-        for top_k, top_p, min_p, temp in ((40, 0.95, 0.05, 0.8), (20, 0.9, 0.0, 1.5),
-                                          (0, 0.6, 0.1, 2.0), (10, 1.0, 0.2, 0.5)):
-            samplers = []
-            if top_k:
-                samplers.append(ll.llama_sampler_init_top_k(top_k))
-            samplers += [ll.llama_sampler_init_top_p(top_p, 1),
-                         ll.llama_sampler_init_min_p(min_p, 1),
-                         ll.llama_sampler_init_temp(temp)]
-            case("llama_chain", {"top_k": top_k or None, "top_p": top_p,
-                                 "min_p": min_p or None, "temperature": temp}, row,
-                 lc.chain(*samplers))
+            _dry(ll, case, row, base + base[: int(rng.integers(2, len(base)))])
+        _chains(lc, case, row)
+    return {"llama_cpp_python": lc.version, "seed": SEED,
+            "pool": [[float(f"{v:.9g}") for v in row] for row in pool], "cases": cases,
+            "mirostat_v2": _mirostat_runs(lc, pool)}
 
-    runs = []  # mirostat 2.0: a state carried over 40 steps on pool rows in turn
+
+def _truncations(ll, case, row: int) -> None:
+    for n in (0.5, 1.0, 1.5, 2.0, 3.0):
+        case("top_n_sigma", {"n": n}, row, ll.llama_sampler_init_top_n_sigma(n))
+    for threshold in (0.02, 0.05, 0.1, 0.2, 0.3):
+        for min_keep in (1, 3):
+            # probability 1: every draw (a uniform number below 1) applies the cut
+            case("xtc", {"threshold": threshold, "probability": 1.0,
+                         "min_tokens_to_keep": min_keep}, row,
+                 ll.llama_sampler_init_xtc(1.0, threshold, min_keep, 1))
+
+
+def _dry(ll, case, row: int, history: list[int]) -> None:
+    for mult, b, allowed, last_n in ((0.8, 1.75, 2, 64), (1.0, 2.0, 1, 64),
+                                     (0.5, 1.5, 3, 16)):
+        case("dry", {"multiplier": mult, "base": b, "allowed_length": allowed,
+                     "last_n": last_n}, row,
+             ll.llama_sampler_init_dry(None, mult, b, allowed, last_n, None, 0), history)
+
+
+def _chains(lc, case, row: int) -> None:
+    """llama.cpp's default chain's truncations, then temperature last."""
+    ll = lc.ll
+    for top_k, top_p, min_p, temp in ((40, 0.95, 0.05, 0.8), (20, 0.9, 0.0, 1.5),
+                                      (0, 0.6, 0.1, 2.0), (10, 1.0, 0.2, 0.5)):
+        samplers = [ll.llama_sampler_init_top_k(top_k)] if top_k else []
+        samplers += [ll.llama_sampler_init_top_p(top_p, 1), ll.llama_sampler_init_min_p(min_p, 1),
+                     ll.llama_sampler_init_temp(temp)]
+        case("llama_chain", {"top_k": top_k or None, "top_p": top_p, "min_p": min_p or None,
+                             "temperature": temp}, row, lc.chain(*samplers))
+
+
+def _mirostat_runs(lc, pool: np.ndarray) -> list[dict]:
+    """Mirostat 2.0: a state carried over 40 steps on pool rows in turn."""
+    ll = lc.ll
+    runs = []
     for tau, eta, seed in ((3.0, 0.1, 1), (5.0, 0.1, 2), (1.5, 0.3, 3)):
         sampler = ll.llama_sampler_init_mirostat_v2(seed, tau, eta)
         steps = []
@@ -137,9 +152,7 @@ def record(pool: np.ndarray) -> dict:
             steps.append({"row": row, "kept": result["kept"], "selected": result["selected"]})
         ll.llama_sampler_free(sampler)
         runs.append({"tau": tau, "eta": eta, "seed": seed, "steps": steps})
-    return {"llama_cpp_python": lc.version, "seed": SEED,
-            "pool": [[float(f"{v:.9g}") for v in row] for row in pool], "cases": cases,
-            "mirostat_v2": runs}
+    return runs
 
 
 def main(argv: list[str] | None = None) -> None:
