@@ -259,6 +259,7 @@
   var KINDS = { truncation: truncation, step: step, speculative: speculative };
   function mount(root) {
     if (root.getAttribute("data-mounted")) return;
+    if (!KINDS[root.getAttribute("data-kind")]) return;  // its script registers it later
     root.setAttribute("data-mounted", "1");
     var ui = frame(root);
     ui.root.slmUi = ui;
@@ -273,7 +274,12 @@
     }).catch(function (e) { fail(ui, e); });
   }
   function mountAll() { document.querySelectorAll(".slm-live").forEach(mount); }
-  window.slmExplorers = { mountAll: mountAll };
+  /* An explorer of its own file (slm_beam.js, ...): `fn(ui, model)` sets up the controls of
+     the frame `ui` (frame(), above) and returns an optional function to run once mounted. */
+  function register(kind, fn) { KINDS[kind] = fn; mountAll(); }
+  window.slmExplorers = { mountAll: mountAll, register: register,
+                          util: { el: el, label: label, slider: slider, settingsOf: settingsOf, busy: busy,
+                                  fail: fail, ok: ok, showText: showText, chart: chart, RULE_INPUTS: RULE_INPUTS } };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   mountAll();
 })();
