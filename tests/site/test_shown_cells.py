@@ -114,7 +114,9 @@ def shown_only(nb: dict) -> dict:
     cells = []
     for cell in nb["cells"]:
         if shown(cell):
-            cells.append({**cell, "outputs": [], "execution_count": None})
+            source = cell["source"]
+            source = "".join(source) if isinstance(source, list) else source
+            cells.append({**cell, "source": source, "outputs": [], "execution_count": None})
     return {**nb, "cells": cells}
 
 
