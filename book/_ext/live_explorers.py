@@ -7,15 +7,16 @@ on a Markdown page, the same HTML a notebook cell shows with ``live.explorer(KIN
 
 Every page that has a live explorer (from the directive or from a notebook's output) gets
 the scripts that run it, in this order: ``slm_vega.js`` (Vega, and the site's one script
-loader), ``slm_runtime.js`` (the model) and ``slm_explorers.js`` (which mounts the
-explorers). Each of them runs once however often it is added.
+loader), ``slm_runtime.js`` (the model), ``slm_explorers.js`` (which mounts the
+explorers) and the explorers that have a file of their own (``slm_beam.js``,
+``slm_builder.js``), which register with it. Each of them runs once however often it is added.
 """
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 MARK = 'class="slm-live"'
-SCRIPTS = ("slm_vega.js", "slm_runtime.js", "slm_explorers.js")
+SCRIPTS = ("slm_vega.js", "slm_runtime.js", "slm_explorers.js", "slm_beam.js", "slm_builder.js")
 
 
 class LiveExplorer(Directive):

@@ -4,6 +4,8 @@
     live.explorer("truncation")    # chapter 3: every rule on your own context, and samples
     live.explorer("step")          # chapter 1: one character at a time, the KV cache filling
     live.explorer("speculative")   # chapter 6: draft proposals kept or rejected, acceptance
+    live.explorer("beam")          # chapter 2: the beams as a tree that grows step by step
+    live.explorer("builder")       # chapter 1: the reader picks each character; its score
 
 Each returns an HTML fragment (an ``IPython.display.HTML``): a text box for the reader's
 context, Sample and Continue buttons and a view. On the built site, a page that has one
@@ -28,6 +30,8 @@ KINDS = {
     "truncation": "Your context, every truncation rule, and continuations under them",
     "step": "Generation one character at a time, and the KV cache filling",
     "speculative": "Speculative decoding live: the draft model proposes, the main model verifies",
+    "beam": "Beam search live: the beams on your own context, step by step",
+    "builder": "Build a text yourself: choose each next character, and see its score",
 }
 
 # On the site (Sphinx writes data-content_root on <html>) the page's scripts mount every

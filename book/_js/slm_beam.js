@@ -1,0 +1,1 @@
+/* The live "beam" explorer registers itself here with window.slmExplorers.register. */

@@ -1,0 +1,1 @@
+/* The live "builder" explorer registers itself here with window.slmExplorers.register. */
