@@ -21,13 +21,42 @@ from . import style
 from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title
 
 # --- figures: kernel-free sliders for the static site ----------------------------------
-EXPLORER_MODELS = ("shakespeare", "base-65m", "7b", "70b")
+# The original transformer's base model as a decode step sees it: its decoder only. The
+# encoder runs once over the source; each decode step reads the decoder's 6 layers of width
+# 512 (self-attention 4 d^2, cross-attention 4 d^2, MLP 2 d d_ff with d_ff = 2048) and the
+# output layer, which shares the 37,000 x 512 embedding (chapter 7 counts it the same way).
+BASE_DECODER = MODELS["base-65m"].with_(
+    name="base model's decoder (fp32)", n_params=6 * (8 * 512**2 + 2 * 512 * 2048) + 37_000 * 512)
+EXPLORER_SPECS = {"shakespeare": MODELS["shakespeare"], "base-decoder": BASE_DECODER,
+                  "7b": MODELS["7b"], "70b": MODELS["70b"]}
+EXPLORER_MODELS = tuple(EXPLORER_SPECS)
 INTENSITIES = tuple(10 ** (e / 4) for e in range(-8, 25))  # 0.01 .. 1e6 FLOPs per byte
 INTENSITY = "arithmetic intensity (FLOP per byte)"
 
 
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
+
+
+def si_label(value: float, pos=None) -> str:
+    """A log axis's tick label as the Altair figures write it (``style.LOG_LABELS``): 0.1,
+    1, 10, 100, then 1k, 10k, 1M, 1G, 1T, 1P. ``pos`` is matplotlib's tick position."""
+    for power, prefix in ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k")):
+        if value >= 10**power:
+            return f"{value / 10**power:g}{prefix}"
+    return f"{value:g}"
+
+
+def plain_log_ticks(*axes, subs=(1.0,)) -> None:
+    """Label matplotlib log axes (``ax.xaxis``, ``ax.yaxis``) with ``si_label`` at the
+    axis's own font size: no small raised exponents, no minor labels. A label at each
+    decade, or at each of ``subs`` times a decade (``subs=(1, 2, 5)`` on a short axis)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    for axis in axes:
+        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=15))
+        axis.set_major_formatter(FuncFormatter(si_label))
+        axis.set_minor_formatter(NullFormatter())
 
 
 @dataclass(frozen=True)
@@ -67,7 +96,8 @@ def explorer_setting(model: str, bytes_per_weight: float, bandwidth_gbs: float,
                      peak_tflops: float) -> tuple[ModelSpec, Hardware]:
     """The ModelSpec and Hardware of one setting of the roofline explorer's sliders (the KV
     cache is stored with the weights' precision)."""
-    spec = MODELS[model].with_(bytes_per_weight=bytes_per_weight, kv_bytes_per_number=None)
+    spec = EXPLORER_SPECS[model].with_(bytes_per_weight=bytes_per_weight,
+                                       kv_bytes_per_number=None)
     hw = Hardware(f"{_fmt(bandwidth_gbs)} GB/s, {_fmt(peak_tflops)} TFLOP/s",
                   peak_tflops * 1e12, bandwidth_gbs * 1e9)
     return spec, hw
@@ -143,7 +173,7 @@ class RooflineChart:
     def title(v: dict) -> dict:
         """The model's name and the hardware, from the sliders."""
         keys = json.dumps(list(EXPLORER_MODELS))
-        names = json.dumps([MODELS[k].name for k in EXPLORER_MODELS])
+        names = json.dumps([EXPLORER_SPECS[k].name for k in EXPLORER_MODELS])
         return {"expr": f"{names}[indexof({keys}, {v['model']})] + ' on ' + "
                         f"{_f(v['bandwidth_gbs'])} + ' GB/s, ' + "
                         f"{_f(v['peak_tflops'])} + ' TFLOP/s'"}
@@ -207,12 +237,12 @@ def roofline_explorer():
               "prompt_len": "prompt length", "batch": "batch size",
               "bandwidth_gbs": "bandwidth (GB/s)", "peak_tflops": "peak TFLOP/s"}
     sliders = [Slider(name, values, value, labels[name],
-                      fmt=(lambda k: MODELS[k].name) if name == "model" else str)
+                      fmt=(lambda k: EXPLORER_SPECS[k].name) if name == "model" else str)
                for name, (values, value) in EXPLORER_SLIDERS.items()]
     models = [{"key": k, "name": m.name, "n_params": m.n_params, "n_layer": m.n_layer,
                "d_model": m.d_model, "n_head": m.n_head,
                "n_kv_heads": m.n_kv_heads or m.n_head}
-              for k, m in ((k, MODELS[k]) for k in EXPLORER_MODELS)]
+              for k, m in EXPLORER_SPECS.items()]
     intensities = [{"x": x} for x in INTENSITIES]
     return SliderFigure(sliders, vega=RooflineChart(), height=400,
                         data={"models": models, "intensities": intensities})
