@@ -802,7 +802,7 @@ def alt_texts(tree: BeamTree, spec: SpecFacts) -> dict[str, str]:
 
 def write_all(out_dir: Path = OUT_DIR,
               spec_costs: tuple[float, float] | None = None) -> list[Path]:
-    """Draw the five diagrams from the shipped models into ``out_dir``. ``spec_costs``:
+    """Draw the book's diagrams from the shipped models into ``out_dir``. ``spec_costs``:
     (draft step, verifying pass) for the timeline; timed on this machine when None."""
     model, tok = load_pretrained()
     draft, _ = load_pretrained("draft")
@@ -826,7 +826,15 @@ def write_all(out_dir: Path = OUT_DIR,
     for name, (canvas, description) in drawn.items():
         paths.append(Path(out_dir) / name)
         save_svg(canvas, paths[-1], alt[name], description)
-    return paths
+    return paths + write_chapters(out_dir)
+
+
+def write_chapters(out_dir: Path = OUT_DIR) -> list[Path]:
+    """The diagrams of chapters 1, 3, 4 and 5, each drawn by its chapter's module."""
+    from . import diagrams_ch1, diagrams_ch3, diagrams_ch4, diagrams_ch5
+
+    return [diagrams_ch1.write(out_dir), *diagrams_ch3.write_ch3(out_dir),
+            *diagrams_ch4.write_all(out_dir), *diagrams_ch5.write_ch5(out_dir)]
 
 
 def main(argv: list[str] | None = None) -> None:

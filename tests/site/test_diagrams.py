@@ -14,7 +14,9 @@ from shakespeare_lm.site import diagrams
 
 COMMITTED = diagrams.OUT_DIR
 NAMES = ["beam_tree.svg", "generation_loop.svg", "kv_cache.svg",
-         "speculative_timeline.svg", "continuous_batching.svg"]
+         "speculative_timeline.svg", "continuous_batching.svg", "encoder_decoder.svg",
+         "truncation.svg", "rule_pipeline.svg", "quality_likelihood.svg",
+         "constraint_mask.svg", "schema_automaton.svg"]
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def models():
 
 @pytest.fixture(scope="module")
 def redrawn(tmp_path_factory):
-    """All five, redrawn with the timeline's costs read back from the committed SVG
+    """All of them, redrawn with the timeline's costs read back from the committed SVG
     (they were timed when it was drawn, and timings differ from run to run)."""
     out = tmp_path_factory.mktemp("diagrams")
     costs = diagrams.svg_description(COMMITTED / "speculative_timeline.svg")
