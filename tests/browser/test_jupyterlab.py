@@ -51,8 +51,9 @@ MARKER = "STORED-VALUE-NOT-YET-EVALUATED"
 RENDERED = ".myst, .jp-RenderedMarkdown"
 RAW_ROLES = re.compile(r"\{(eval|glue|cite)[:}]")
 STDERR = "[data-mime-type='application/vnd.jupyter.stderr']"  # errors, tracebacks
-MOUNTED_FIGURES = (  # a Vega chart drawn, or a kernel-free figure that mounted
-    ".vega-embed:has(svg, canvas), "
+MOUNTED_FIGURES = (  # a Vega chart drawn (its own marks: the action menu's icon is an svg
+    # too, so a chart that failed to draw would pass ":has(svg)"), or a kernel-free figure
+    ".vega-embed :is(svg, canvas).marks, "
     ".kernel-free-figure[data-state]:not([data-state='failed'])")
 
 
