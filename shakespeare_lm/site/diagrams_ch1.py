@@ -15,7 +15,7 @@ from pathlib import Path
 import matplotlib
 
 from ..model import PRESETS
-from .diagrams import COLOUR, OUT_DIR, SVG_RC, Canvas, save_svg, tint
+from .svg import COLOUR, OUT_DIR, SVG_RC, Canvas, save_svg, tint
 
 INPUT = (tint(COLOUR["sky"], 0.35), COLOUR["blue"])        # fill, edge: tokens read
 STACK = (tint(COLOUR["orange"], 0.35), COLOUR["vermillion"])  # layers

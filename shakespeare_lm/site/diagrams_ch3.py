@@ -23,7 +23,7 @@ import torch
 
 from ..decoding import rules
 from ..weights import load_pretrained
-from .diagrams import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
+from .svg import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
 from .explorer import START_OF_WORD, next_logits
 
 # --- 1. truncation: keep a set S, zero the rest, renormalise -----------------------------

@@ -24,7 +24,7 @@ import matplotlib
 from ..analysis import experiment, metrics
 from ..corpus import load_train
 from ..weights import load_pretrained
-from .diagrams import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
+from .svg import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
 
 NAME = "quality_likelihood.svg"
 RULE = (tint(COLOUR["sky"], 0.18), COLOUR["blue"])   # the rule's boxes: fill, edge

@@ -30,7 +30,7 @@ from ..corpus import load_heldout
 from ..decoding.automata import ChoiceConstraint, RegexConstraint
 from ..decoding.schema import schema_to_regex
 from ..weights import load_pretrained
-from .diagrams import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
+from .svg import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
 
 # --- the running example ---------------------------------------------------------------
 SCENE_FIRST = "BIANCA:\nGood sister, wrong me not"
