@@ -151,8 +151,26 @@ def execute(path: Path, timeout: int = 600) -> float:
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
+    as_jupyterlab_keeps_it(nb)
     nbformat.write(nb, path)
     return seconds
+
+
+def as_jupyterlab_keeps_it(nb) -> None:
+    """The metadata JupyterLab would write when a reader opens the chapter, written now, so
+    that opening and closing a chapter leaves it unchanged (no "Save your work?", no
+    checkout made dirty by autosave): the kernel's display name as the Jupyter server
+    gives it, and the check cells (``remove-cell``) folded, input and output, as they are
+    removed from the site."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    spec = KernelSpecManager().get_kernel_spec("python3")
+    nb.metadata["kernelspec"] = {"display_name": spec.display_name,
+                                 "language": spec.language, "name": "python3"}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and "remove-cell" in cell.metadata.get("tags", []):
+            cell.metadata["jupyter"] = {"source_hidden": True, "outputs_hidden": True}
+            cell.metadata["collapsed"] = True  # what JupyterLab writes beside outputs_hidden
 
 
 def compare(paths: list[Path]) -> int:

@@ -279,6 +279,47 @@ def test_unrun_chapter_shows_stored_values_citations_and_figures(lab):
     assert lab.external == [], f"requests that would leave the machine: {lab.external}"
 
 
+VEGA_PNG = re.compile(r"/cells\[\d+\]/outputs\[\d+\]/data/image/png$")
+
+
+def _differences(a, b, path: str = "") -> list[str]:
+    """Where two notebooks' JSON differ, as paths (numbers compared as numbers: JupyterLab
+    writes 2.0 as 2)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in (
+            [f"{path}/{k}"] if (k in a) != (k in b) else _differences(a[k], b[k], f"{path}/{k}"))]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _differences(x, y, f"{path}[{i}]")]
+    return [] if a == b else [path]
+
+
+def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
+    """JupyterLab writes the kernel's display name and marks folded cells when a chapter
+    opens; if the stored chapter differed, the tab would turn dirty, closing it would ask
+    "Save your work?", and autosave would rewrite the reader's checkout. Each chapter is
+    opened (its kernel started) and saved, and the saved file must equal the stored one,
+    but for one thing we cannot store: the PNG that JupyterLab's Vega renderer adds beside
+    every chart it draws (it adds it only when missing, and a stored PNG would take the
+    interactive chart's place elsewhere)."""
+    problems = []
+    for path in sorted(lab.server.root.glob("[0-9]*.ipynb")):
+        before = json.loads(path.read_text("utf-8"))
+        panel = lab.panels.get(path.name) or lab.open(path.name)
+        if path.name != UNRUN:
+            lab.wait_idle(panel)
+        lab.page.wait_for_timeout(1500)  # the renderers' and the kernel's updates land
+        lab.tab(path.name).click()
+        lab.page.keyboard.press("Control+s")
+        lab.page.wait_for_timeout(1500)
+        after = json.loads(path.read_text("utf-8"))
+        changed = [d for d in _differences(before, after) if not VEGA_PNG.search(d)]
+        if changed:
+            problems.append(f"{path.name}: JupyterLab changed {changed[:6]}")
+        lab.tab(path.name).locator(".lm-TabBar-tabCloseIcon").click()
+        lab.panels.pop(path.name, None)
+    assert problems == [], "\n".join(problems)
+
+
 def _run_all(lab, panel):
     """Clear the outputs, Run All, and wait until every cell has run."""
     panel.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
