@@ -487,8 +487,8 @@ def validate(**settings) -> dict:
             value = given[name]
             _check("temperature", value, _is_number(value) and value >= 0,
                    "a number >= 0 (0 means greedy)")
-        elif name in given:
-            _apply(name, probe, history, given, torch.ones(1))
+        elif name in given:  # (breakers are text until a tokenizer turns them into ids)
+            _apply(name, probe, history, {**given, "dry_sequence_breakers": ()}, torch.ones(1))
         else:
             extra = [k for k in RULE_PARAMS[name][1:] if k in given]
             if extra:

@@ -196,8 +196,9 @@ def test_committed_results_are_found_first_and_validated(tok, tmp_path):
 
 
 def test_committed_book_runs_match_a_regeneration():
-    """The committed results of the shipped model are what the procedure generates: two
-    settings of the grid (one sampled, one greedy) are regenerated and compared."""
+    """The committed results of the shipped model are what the procedure generates: some
+    settings of the grid (sampled, greedy, and the random or stateful rules of today's
+    tools: XTC, DRY, mirostat) are regenerated and compared."""
     model, tok = slm.load_pretrained()
     for settings in E.BOOK_RUNS.values():
         res = E.run_experiment(model, tok, settings, cache_dir=None, progress=False)
@@ -205,7 +206,8 @@ def test_committed_book_runs_match_a_regeneration():
             ("no committed results for the shipped weights: "
              "python -m shakespeare_lm.analysis.experiment --data")
     grid = E.run_experiment(model, tok, cache_dir=None, progress=False)
-    picked = [grid.setting("top-p 0.9"), grid.setting("greedy")]
+    picked = [grid.setting(label) for label in
+              ("top-p 0.9", "greedy", "XTC 0.2", "DRY 2", "mirostat 1.5")]
     again = E.run_experiment(model, tok, picked, cache_dir=None, results_dir=None,
                              progress=False, workers=1)
     for s in picked:

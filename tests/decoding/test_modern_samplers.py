@@ -156,6 +156,15 @@ def test_dry_breakers_cut_the_repeat_and_are_never_penalised():
     assert out[b] == -1.0                     # only "a" counts: the repeat stops at nl
 
 
+def test_dry_takes_breakers_as_text(tok):
+    cfg = DecodingConfig(dry_multiplier=0.8, dry_sequence_breakers=["\n", ":"])
+    assert cfg.dry_sequence_breakers == ("\n", ":")
+    sampler = Sampler(cfg, tok=tok)
+    history = torch.tensor([tok.encode("ab:ab")])
+    out = sampler.penalise(torch.zeros(1, len(tok.chars)), history)
+    assert out[0, tok.encode(":")[0]] == 0.0 and out[0, tok.encode("a")[0]] == 0.0
+
+
 def test_dry_last_n_limits_the_window():
     history = torch.tensor([[0, 1, 2, 3, 3, 3, 0, 1]])
     logits = torch.zeros(1, 4)
