@@ -20,6 +20,9 @@ There are two ways to say what the chart shows for a slider setting:
   (``values[name]``, e.g. ``"[0.5, 1, 2][bytes_per_weight]"``), for a grid too large to
   precompute; test the chart against the Python it mirrors (run it in node with vega).
 
+A figure may also have a ``Player``: a play button and a step button drawn above the
+chart, that move one of its range sliders on by itself (see ``Player``).
+
 Each slider is shown with its formatted values (``Slider.fmt``): a range input when
 those are its plain numbers in even steps, radio buttons when there are a few short
 ones, a drop-down list otherwise. Every number in the data is rounded to 4 significant
@@ -46,7 +49,8 @@ MIMETYPE = "application/vnd.vegalite.v5+json"
 # vega-embed's menu: saving the picture, but no link to the online editor (no network)
 EMBED_OPTIONS = {"actions": {"export": True, "source": False, "compiled": False,
                              "editor": False}}
-_RESERVED = {"datum", "event", "item", "parent", "frame"}
+_RESERVED = {"datum", "event", "item", "parent", "frame",
+             "slm_playing", "slm_player"}  # the last two: a Player's
 CAPTION_LINE_PX = 16
 
 
@@ -321,6 +325,87 @@ def _as_chart(view: dict):
     return alt.Chart.from_dict(view, validate=False)
 
 
+# --- a play button: a range slider that moves on by itself ------------------------------
+PLAYING, LIVE, BUTTON = "slm_playing", "slm_player", "slm_button"  # reserved names
+
+
+@dataclass(frozen=True)
+class Player:
+    """A play button for one range slider of a ``SliderFigure``: "▶ play" moves the slider
+    one step on every ``interval_ms`` (after its last value, back to its first), "❚❚ pause"
+    stops it, "step ▸" moves it one step and pauses. The slider stays: drag it to any
+    step, played or paused, and the chart follows it as always.
+
+    Vega-Lite has no timer, Vega has: the buttons are Vega-Lite marks, and what they do
+    is a JSON patch (RFC 6902) of the compiled Vega spec, in the spec's
+    ``usermeta.embedOptions.patch``, which vega-embed applies wherever it draws the
+    figure: on the book's site and in JupyterLab alike. The patch only appends a group
+    mark whose signals are pushed to the outer scope (the slider's and the player's own),
+    so it needs no index into the compiled spec and holds across Vega-Lite versions. A
+    renderer that ignores it draws the figure with its sliders and without the buttons,
+    which the patch also reveals (they stay transparent until its timer first fires): no
+    button is shown that would not work."""
+
+    slider: str
+    interval_ms: int = 900
+
+    def __post_init__(self):
+        if not (isinstance(self.interval_ms, int) and self.interval_ms >= 100):
+            raise ValueError(f"interval_ms={self.interval_ms!r} is invalid: a player "
+                             "steps at most every 100 ms")
+
+    def params(self) -> list:
+        """The Vega-Lite params of the player: whether it plays, whether it is live."""
+        import altair as alt
+
+        return [alt.param(name=PLAYING, value=False), alt.param(name=LIVE, value=False)]
+
+    @staticmethod
+    def view(width: int):
+        """The buttons, above the chart: a Vega-Lite view of ``width`` pixels."""
+        import altair as alt
+
+        rows = [{BUTTON: "play", "x": 0, "x2": 92}, {BUTTON: "step", "x": 102, "x2": 184}]
+        label = (f"datum.{BUTTON} == 'play' ? ({PLAYING} ? '\u275a\u275a pause' : "
+                 f"'\u25b6 play') : 'step \u25b8'")
+        shown = alt.condition(LIVE, alt.value(1), alt.value(0))
+        base = alt.Chart(alt.NamedData(name="slm_buttons")).transform_calculate(
+            label=label, middle="(datum.x + datum.x2) / 2")
+        box = base.mark_rect(cursor="pointer", cornerRadius=4, fill=style.PALE,
+                             stroke=style.GREY, strokeWidth=1).encode(
+            x=alt.X("x:Q", scale=None, axis=None), x2="x2:Q",
+            y=alt.value(1), y2=alt.value(27), opacity=shown)
+        text = base.mark_text(cursor="pointer", fontSize=style.FONT_SIZES["label"],
+                              fontWeight="bold", color=style.INK).encode(
+            x=alt.X("middle:Q", scale=None, axis=None), y=alt.value(14),
+            text="label:N", opacity=shown)
+        return alt.layer(box, text).properties(width=width, height=28), rows
+
+    def patch(self, slider: Slider, param: str) -> list[dict]:
+        """The JSON patch that makes the buttons work: a group mark whose signals, pushed
+        to the outer scope, step ``param`` on a timer while playing, and on a click on
+        "step", toggle playing on a click on "play", and show the buttons."""
+        first, last, step = slider.values[0], slider.values[-1], slider.step()
+        on_timer = {"type": "timer", "throttle": self.interval_ms}
+
+        def click(button: str) -> dict:
+            return {"type": "click", "filter": f"event.item && event.item.datum && "
+                                               f"event.item.datum.{BUTTON} === '{button}'"}
+
+        following = f"{param} + {step!r} > {last!r} ? {first!r} : {param} + {step!r}"
+        signals = [
+            {"name": LIVE, "push": "outer", "on": [{"events": on_timer, "update": "true"}]},
+            {"name": PLAYING, "push": "outer",
+             "on": [{"events": click("play"), "update": f"!{PLAYING}"},
+                    {"events": click("step"), "update": "false"}]},
+            {"name": param, "push": "outer",
+             "on": [{"events": on_timer, "update": f"{PLAYING} ? ({following}) : {param}"},
+                    {"events": click("step"), "update": following}]},
+        ]
+        return [{"op": "add", "path": "/marks/-",
+                 "value": {"type": "group", "name": "slm_player", "signals": signals}}]
+
+
 class SliderFigure:
     """A chart with sliders that redraws in the browser, no kernel needed (module doc).
 
@@ -329,7 +414,8 @@ class SliderFigure:
     ``width`` and ``height`` are the whole figure's size in pixels (the chart is at most
     ``style.FIGURE_WIDTH_PX`` wide, the page column). A ``vega`` chart reads the named
     datasets ``datasets`` (``{name: [row, ...]}``; by default ``data``); ``data`` is kept
-    as given, for the caller (the data the datasets were made from).
+    as given, for the caller (the data the datasets were made from). A ``player``
+    (``Player``) puts a play button above the chart for one of the range sliders.
     """
 
     def __init__(self, sliders: Sequence[Slider], *, frames: dict | None = None,
@@ -337,7 +423,8 @@ class SliderFigure:
                  vega: Callable[[dict, int, int], object] | None = None,
                  data=None, datasets: dict | None = None,
                  width: int = style.FIGURE_WIDTH_PX,
-                 height: int = style.FIGURE_HEIGHT_PX, title: str = ""):
+                 height: int = style.FIGURE_HEIGHT_PX, title: str = "",
+                 player: Player | None = None):
         self.sliders = list(sliders)
         names = [s.name for s in self.sliders]
         if len(set(names)) != len(names):
@@ -358,6 +445,13 @@ class SliderFigure:
         self.datasets = dict(datasets if datasets is not None else data or {})
         self.width, self.height, self.title = width, height, title
         self.params = param_names(self.sliders)
+        self.player = player
+        if player is not None:
+            played = [s for s in self.sliders if s.name == player.slider]
+            if not played or played[0].step() is None:
+                raise ValueError(f"player: {player.slider!r} is not a range slider of "
+                                 f"this figure (its sliders: {names}); a player moves a "
+                                 "slider of plain numbers in even steps")
 
     def grid(self) -> list[tuple[int, ...]]:
         """Every combination of the sliders' value indices, in row-major order."""
@@ -419,6 +513,10 @@ class SliderFigure:
                   for s, p in zip(self.sliders, self.params)]
         if self.frames is not None:
             params.append(alt.param(name="frame", expr=self.frame_expr()))
+        if self.player is not None:
+            buttons, data["slm_buttons"] = self.player.view(width)
+            views = [buttons, *(views if isinstance(views, list) else [views])]
+            params += self.player.params()
         data = _clean(data) if digits is None else rounded(_clean(data), digits)
         datasets, formats = {}, {}
         for name, rows in data.items():
@@ -431,8 +529,17 @@ class SliderFigure:
         chart = alt.vconcat(*views, spacing=6) if isinstance(views, list) else views
         chart = chart.add_params(*params).resolve_legend(color="independent")
         chart = chart.properties(datasets=datasets, config=style.vega_config(),
-                                 usermeta={"embedOptions": EMBED_OPTIONS})
+                                 usermeta={"embedOptions": self.embed_options()})
         return (chart.properties(title=self.title) if self.title else chart), formats
+
+    def embed_options(self) -> dict:
+        """vega-embed's options, in the spec's ``usermeta``: ``EMBED_OPTIONS`` and, with
+        a player, the patch that runs it."""
+        if self.player is None:
+            return EMBED_OPTIONS
+        i = next(i for i, s in enumerate(self.sliders) if s.name == self.player.slider)
+        return {**EMBED_OPTIONS,
+                "patch": self.player.patch(self.sliders[i], self.params[i])}
 
     def to_dict(self, digits: int | None = 4) -> dict:
         """The Vega-Lite spec (JSON), validated against Vega-Lite's schema; its data

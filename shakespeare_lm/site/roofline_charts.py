@@ -1,24 +1,37 @@
-"""The cost chapter's figures for the static site: the kernel-free roofline explorer,
-whose ``RooflineChart`` computes the formulas of ``cost.roofline`` in Vega-Lite
-(``roofline_numbers`` are the same numbers in Python: tests/cost/test_roofline.py checks
-that the two agree, in node), and the stepped prefill/decode chart."""
+"""The cost chapter's figures for the static site, all kernel-free:
+
+* the roofline explorer, whose ``RooflineChart`` computes the formulas of
+  ``cost.roofline`` in Vega-Lite (``roofline_numbers`` are the same numbers in Python:
+  tests/cost/test_roofline.py checks that the two agree, in node);
+* the prefill/decode player (``prefill_decode_figure``): a request step by step, the
+  bytes each step reads and the FLOPs it does, with a play button;
+* the batching figure (``batching_figure``): throughput and each request's time per
+  token against the batch size, measured or by the roofline, with each curve's knee."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
+import itertools
 import json
+import math
 from dataclasses import dataclass
 
 from ..cost.roofline import (
+    GB,
     HARDWARE,
     MODELS,
     Hardware,
     ModelSpec,
+    PassCost,
     attainable_flops,
     decode_cost,
+    max_batch_for_memory,
     prefill_cost,
+    throughput_knee,
 )
 from . import style
-from .figures import CAPTION_LINE_PX, Slider, SliderFigure, frame_title
+from .figures import CAPTION_LINE_PX, Player, Slider, SliderFigure, frame_title
 
 # --- figures: kernel-free sliders for the static site ----------------------------------
 # The original transformer's base model as a decode step sees it: its decoder only. The
@@ -36,6 +49,13 @@ INTENSITY = "arithmetic intensity (FLOP per byte)"
 
 def _fmt(x: float) -> str:
     return f"{x:.3g}"
+
+
+def fmt3(x: float) -> str:
+    """3 significant digits as the page shows them: no exponent at 1,000 and above
+    (1,010 rather than 1.01e+03)."""
+    text = f"{x:.3g}"
+    return f"{float(text):,.0f}" if "e+" in text else text
 
 
 def si_label(value: float, pos=None) -> str:
@@ -223,7 +243,7 @@ EXPLORER_SLIDERS = {
     "model": (EXPLORER_MODELS, "7b"),
     "bytes_per_weight": ((0.5, 1, 2, 4), 2),
     "prompt_len": ((1, 16, 128, 1000, 4096, 16384), 1000),
-    "batch": ((1, 4, 16, 64, 256, 1024), 1),
+    "batch": ((1, 16, 256, 1024, 4096, 16384), 1),
     "bandwidth_gbs": ((50, 500, 1000, 2000, 3350, 4800), 2000),
     "peak_tflops": ((1, 10, 100, 500, 989, 2000), 500),
 }
@@ -248,53 +268,385 @@ def roofline_explorer():
                         data={"models": models, "intensities": intensities})
 
 
-WEIGHTS_READ, BUSY = "weights read (all of them)", "arithmetic units busy"
+# --- the prefill/decode player ---------------------------------------------------------
+# the presets: the chapter's models, and its hardware (the 70B model needs eight H100s to
+# hold its weights)
+PLAYER_MODELS = {"7b": MODELS["7b"], "70b": MODELS["70b"]}
+PLAYER_HARDWARE = {"round-gpu": HARDWARE["round-gpu"], "h100": HARDWARE["h100"],
+                   "8xh100": HARDWARE["h100"].parallel(8)}
+PLAYER_LABELS = {"round-gpu": "illustrative GPU", "h100": "H100", "8xh100": "8 x H100"}
+WEIGHTS, KV = "weights", "KV cache"
+STEP_INTERVAL_MS = 900
 
 
-def prefill_decode_chart(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,
-                         n_decode: int = 8):
-    """A frame of ``prefill_decode_figure``: per step (prefill, then ``n_decode`` decode
-    steps), the fraction of the weights read (``WEIGHTS_READ``) and the fraction of the
-    step's time the arithmetic units are busy (``BUSY``), zero for the steps after
-    ``step`` (not drawn yet); and a caption on the step ``step``. The chart's data is a
-    DataFrame of one row per step, with the columns ``step`` (its label), ``WEIGHTS_READ``
-    and ``BUSY``."""
+def request_steps(spec: ModelSpec, hw: Hardware, prompt_len: int,
+                  n_decode: int = 8) -> list[PassCost]:
+    """The passes of one request: the prefill of ``prompt_len`` tokens, then ``n_decode``
+    decode steps, the i-th (1-based) over a cache of ``prompt_len + i - 1`` tokens."""
+    return ([prefill_cost(spec, hw, prompt_len)]
+            + [decode_cost(spec, hw, prompt_len + i) for i in range(n_decode)])
+
+
+def si(value: float) -> str:
+    """3 significant digits and an SI prefix, then a space: "14.3 T", "982 "."""
+    for power, prefix in ((15, "P"), (12, "T"), (9, "G"), (6, "M"), (3, "k")):
+        if value >= 10**power:
+            return f"{fmt3(value / 10**power)} {prefix}"
+    return f"{fmt3(value)} "
+
+
+def step_label(step: int) -> str:
+    return "prefill" if step == 0 else f"decode {step}"
+
+
+def step_caption(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,
+                 cost: PassCost, n_decode: int) -> list[str]:
+    """The three lines under the player for one step."""
+    weights = spec.weight_bytes
+    what = (f"prefill: {prompt_len:,} tokens in one pass" if step == 0 else
+            f"decode step {step} of {n_decode}: 1 new token, {prompt_len + step - 1:,} cached")
+    fit = ("" if hw.memory_bytes is None or weights <= hw.memory_bytes else
+           f" (weights exceed its {hw.memory_bytes / GB:,.0f} GB)")
+    return [what + fit,
+            f"reads {fmt3(cost.bytes / GB)} GB (weights {fmt3(weights / GB)} GB, KV cache "
+            f"{fmt3((cost.bytes - weights) / GB)} GB), does {si(cost.flops)}FLOP",
+            f"{fmt3(cost.intensity)} FLOP/byte, ridge {fmt3(hw.ridge_intensity)}: "
+            f"{cost.bound}-bound, {fmt3(cost.seconds * 1e3)} ms, arithmetic busy "
+            f"{fmt3(100 * cost.compute_utilization)}%"]
+
+
+def player_rows(models: dict, hardware: dict, prompt_lens, n_decode: int) -> list[dict]:
+    """One row per model, hardware, prompt length and step: what the player draws."""
+    rows = []
+    for (mk, spec), (hk, hw), p in itertools.product(models.items(), hardware.items(),
+                                                     prompt_lens):
+        for step, cost in enumerate(request_steps(spec, hw, p, n_decode)):
+            caption = step_caption(spec, hw, p, step, cost, n_decode)
+            rows.append({"model": mk, "hw": hk, "prompt_len": p, "step": step,
+                         "label": step_label(step), WEIGHTS: spec.weight_bytes / GB,
+                         KV: (cost.bytes - spec.weight_bytes) / GB, "flops": cost.flops,
+                         "intensity": cost.intensity, "ridge": hw.ridge_intensity,
+                         "bound": cost.bound, "ms": cost.seconds * 1e3,
+                         "c0": caption[0], "c1": caption[1], "c2": caption[2]})
+    return rows
+
+
+class PrefillDecodeChart:
+    """The player's Vega-Lite views, for ``SliderFigure(vega=...)``: the bytes each step
+    reads, the FLOPs it does, its arithmetic intensity against the ridge point, and a
+    caption, for the steps played so far (the later ones are drawn transparent, so that
+    the axes stay put while the request plays)."""
+
+    def __init__(self, models: dict, hardware: dict, n_decode: int):
+        self.models, self.hardware, self.n_decode = models, hardware, n_decode
+
+    def title(self, v: dict) -> dict:
+        names = json.dumps([m.name for m in self.models.values()])
+        keys = json.dumps(list(self.models))
+        hws = json.dumps([PLAYER_LABELS.get(k, h.name) for k, h in self.hardware.items()])
+        hkeys = json.dumps(list(self.hardware))
+        return {"expr": f"{names}[indexof({keys}, {v['model']})] + ' on ' + "
+                        f"{hws}[indexof({hkeys}, {v['hardware']})] + ', a ' + "
+                        f"format({v['prompt_len']}, ',') + '-token prompt'"}
+
+    def __call__(self, v: dict, width: int, height: int):
+        import altair as alt
+
+        step = f"({v['step']})"
+        rows = alt.Chart(alt.NamedData(name="steps")).transform_filter(
+            f"datum.model == {v['model']} && datum.hw == {v['hardware']} && "
+            f"datum.prompt_len == {v['prompt_len']}").transform_calculate(
+            shown=f"datum.step < {step} ? 0.35 : datum.step == {step} ? 1 : 0")
+        order = [step_label(i) for i in range(self.n_decode + 1)]
+        hidden_x = alt.X("label:N", sort=order, title=None,
+                         axis=alt.Axis(labels=False, ticks=False, domain=True))
+        x = alt.X("label:N", sort=order, title=None, axis=alt.Axis(labelAngle=0))
+        opacity = alt.Opacity("shown:Q", scale=None, legend=None)
+        panel = max(80, (height - 40) // 3)
+        # the bytes read: the weights (all of them, every step) and the KV cache
+        bytes_ = rows.transform_fold([WEIGHTS, KV], as_=["part", "GB"]).mark_bar().encode(
+            x=hidden_x, y=alt.Y("GB:Q", title="bytes read (GB)", stack="zero",
+                                axis=alt.Axis(tickCount=3)),
+            color=alt.Color("part:N", title=None, sort=[WEIGHTS, KV], scale=alt.Scale(
+                domain=[WEIGHTS, KV], range=[style.PALETTE[0], style.PALETTE[1]])),
+            order=alt.Order("part:N", sort="descending"), opacity=opacity,
+            tooltip=["label:N", "part:N", alt.Tooltip("GB:Q", format=".3~g")],
+        ).properties(width=width, height=panel, title=frame_title(self.title(v)))
+        # the useful arithmetic
+        flops_bar = rows.mark_bar(color=style.PALETTE[2]).encode(
+            x=hidden_x, y=alt.Y("flops:Q", title="useful FLOPs",
+                                axis=alt.Axis(format="~s", tickCount=3)),
+            opacity=opacity, tooltip=["label:N", alt.Tooltip("flops:Q", format=".3~s")])
+        flops_text = rows.transform_calculate(text="format(datum.flops, '.3~s')").mark_text(
+            baseline="bottom", dy=-3, color=style.INK).encode(
+            x=hidden_x, y="flops:Q", text="text:N", opacity=opacity)
+        flops = alt.layer(flops_bar, flops_text).properties(width=width, height=panel)
+        intensity = _intensity_panel(rows, x, opacity, width, panel)
+        caption = rows.transform_filter(f"datum.step == {step}").transform_calculate(
+            lines="[datum.c0, datum.c1, datum.c2]").mark_text(
+            align="left", baseline="top", font=style.MONOSPACE,
+            lineHeight=CAPTION_LINE_PX).encode(
+            x=alt.value(0), y=alt.value(2), text="lines:N").properties(
+            width=width, height=3 * CAPTION_LINE_PX + 4)
+        return [bytes_, flops, intensity, caption]
+
+
+
+def _intensity_panel(rows, x, opacity, width: int, panel: int):
+    """The player's third panel: each step's arithmetic intensity against the ridge point
+    (above it compute-bound)."""
     import altair as alt
-    import pandas as pd
 
-    costs = [prefill_cost(spec, hw, prompt_len)]
-    costs += [decode_cost(spec, hw, prompt_len + i) for i in range(n_decode)]
-    rows = [{"step": "prefill" if i == 0 else f"d{i}", WEIGHTS_READ: float(i <= step),
-             BUSY: c.compute_utilization if i <= step else 0.0} for i, c in enumerate(costs)]
-    bars = alt.Chart().transform_fold(
-        [WEIGHTS_READ, BUSY], as_=["series", "fraction"]).encode(
-        x=alt.X("step:N", sort=None, title=None, axis=alt.Axis(labelAngle=0)),
-        xOffset=alt.XOffset("series:N", sort=[WEIGHTS_READ, BUSY]),
-        y=alt.Y("fraction:Q", scale=alt.Scale(domain=[0, 1.05])),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(
-            domain=[WEIGHTS_READ, BUSY], range=[style.GREY, style.PALETTE[0]])),
-        tooltip=["step:N", "series:N", alt.Tooltip("fraction:Q", format=".3~g")])
-    chart = alt.layer(  # all the weights, every step: an outline; the busy share: filled
-        bars.mark_bar(filled=False, strokeWidth=1.5).transform_filter(
-            alt.datum.series == WEIGHTS_READ),
-        bars.mark_bar().transform_filter(alt.datum.series == BUSY),
-        data=pd.DataFrame(rows), title=f"{spec.name} on {hw.name}, prompt of {prompt_len} tokens")
-    now = costs[step]
-    what = (f"prefill: {prompt_len} tokens in one pass" if step == 0
-            else f"decode step {step}: 1 token, {prompt_len + step - 1} cached")
-    return chart, (f"{what}: reads {_fmt(now.bytes / 1e9)} GB, does "
-                   f"{_fmt(now.flops / 1e12)} TFLOP, takes {_fmt(now.seconds * 1e3)} ms "
-                   f"({now.bound}-bound); the arithmetic units are busy "
-                   f"{_fmt(100 * now.compute_utilization)}% of it")
+    # the arithmetic intensity against the ridge point: above it compute-bound
+    ridge = rows.transform_filter("datum.step == 0")
+    colours = {"compute": style.PALETTE[3], "memory": style.PALETTE[0]}
+    bound = alt.Fill("bound:N", legend=None, scale=alt.Scale(
+        domain=list(colours), range=list(colours.values())))
+    ai = alt.Y("intensity:Q", title="FLOPs per byte",
+               scale=alt.Scale(type="log", domain=[0.1, 1e5]),
+               axis=alt.Axis(labelExpr=style.LOG_LABELS, values=[0.1, 10, 1000, 1e5]))
+    labels = [ridge.transform_calculate(text=text).mark_text(
+        align="right", baseline=baseline, dy=dy, x=width, color=colours[side],
+        fontWeight="bold").encode(y="ridge:Q", text="text:N")
+        for side, text, baseline, dy in (
+            ("compute", "'compute-bound above the ridge point, ' + "
+                        "format(datum.ridge, ',.0f') + ' FLOPs per byte'", "bottom", -3),
+            ("memory", "'memory-bound below'", "top", 3))]
+    intensity = alt.layer(
+        ridge.mark_rule().encode(y=alt.Y("ridge:Q", scale=alt.Scale(type="log"))),
+        *labels,
+        rows.mark_point(filled=True, size=110, shape="circle").encode(
+            x=x, y=ai, fill=bound, opacity=opacity,
+            tooltip=["label:N", alt.Tooltip("intensity:Q", format=".3~g"), "bound:N"]),
+    ).properties(width=width, height=panel).resolve_scale(y="shared")
+    return intensity
 
-
-def prefill_decode_figure(spec: ModelSpec | None = None, hw: Hardware | None = None,
+def prefill_decode_figure(models: dict | None = None, hardware: dict | None = None,
                           prompt_lens=(10, 100, 1000), n_decode: int = 8):
-    """A kernel-free stepped figure of ``prefill_decode_chart`` (sliders: prompt length, step)."""
-    spec = spec or MODELS["7b"]
-    hw = hw or HARDWARE["round-gpu"]
-    sliders = [Slider("prompt_len", prompt_lens, prompt_lens[-1], "prompt length"),
-               Slider("step", range(n_decode + 1), 0, "step",
-                      fmt=lambda s: "prefill" if s == 0 else f"decode {s}")]
-    return SliderFigure(sliders, frame_fn=lambda prompt_len, step: prefill_decode_chart(
-        spec, hw, prompt_len, step, n_decode), width=680, height=330)
+    """A kernel-free figure that plays one request, prefill then ``n_decode`` decode
+    steps: per step the bytes read (weights and KV cache), the useful FLOPs and the
+    arithmetic intensity against the hardware's ridge point, for a model of ``models``
+    and a hardware preset of ``hardware`` (``{key: ModelSpec}``, ``{key: Hardware}``;
+    by default ``PLAYER_MODELS`` and ``PLAYER_HARDWARE``). Its controls: model,
+    hardware, prompt length, and the step, which a play button moves on."""
+    models = dict(models or PLAYER_MODELS)
+    hardware = dict(hardware or PLAYER_HARDWARE)
+    rows = player_rows(models, hardware, prompt_lens, n_decode)
+    sliders = [
+        Slider("model", list(models), next(iter(models)), "model",
+               fmt=lambda k: models[k].name),
+        Slider("hardware", list(hardware), next(iter(hardware)), "hardware",
+               fmt=lambda k: PLAYER_LABELS.get(k, hardware[k].name)),
+        Slider("prompt_len", list(prompt_lens), prompt_lens[-1], "prompt length"),
+        Slider("step", range(n_decode + 1), 0, "step (0 = prefill)"),
+    ]
+    return SliderFigure(sliders, vega=PrefillDecodeChart(models, hardware, n_decode),
+                        data={"steps": rows}, height=470,
+                        player=Player("step", STEP_INTERVAL_MS))
+
+
+# --- the batching figure ----------------------------------------------------------------
+BATCH_LOG2 = tuple(range(16))  # the batch sizes the control offers: 1, 2, 4, ..., 32,768
+
+
+@dataclass(frozen=True)
+class BatchRun:
+    """One curve of the batching figure: per batch size, the tokens per second over the
+    whole batch and the seconds per token that each request waits (a decode step's time),
+    measured or by the roofline. A roofline run may know ``fits``, the largest batch whose
+    KV caches fit in the hardware's memory beside the weights, and ``memory_gb``."""
+
+    name: str
+    batches: tuple[int, ...]
+    tokens_per_s: tuple[float, ...]
+    seconds_per_token: tuple[float, ...]
+    measured: bool = True
+    fits: int | None = None
+    memory_gb: float | None = None
+    gb_per_sequence: float | None = None
+
+    @property
+    def knee(self) -> int:
+        """``cost.throughput_knee``: the smallest batch within 80% of the best throughput."""
+        return throughput_knee(list(self.batches), list(self.tokens_per_s))
+
+    def at(self, batch: int) -> tuple[float, float] | None:
+        """(tokens/s, seconds per token) at ``batch``, or None where there is no data."""
+        if batch not in self.batches:
+            return None
+        i = self.batches.index(batch)
+        return self.tokens_per_s[i], self.seconds_per_token[i]
+
+
+def measured_run(name: str, rows: list[dict]) -> BatchRun:
+    """A measured run from rows of ``measure_model_costs(...)["batching"]``."""
+    rows = sorted(rows, key=lambda r: r["batch"])
+    return BatchRun(name, tuple(r["batch"] for r in rows),
+                    tuple(r["tokens_per_s"] for r in rows),
+                    tuple(r["seconds_per_token"] for r in rows))
+
+
+def roofline_run(spec: ModelSpec, hw: Hardware, context: int, batches=None,
+                 name: str | None = None) -> BatchRun:
+    """The roofline's decode step for ``spec`` on ``hw`` at ``context`` cached tokens, at
+    each of ``batches`` (default: every batch the figure offers)."""
+    batches = tuple(batches or (2**e for e in BATCH_LOG2))
+    costs = [decode_cost(spec, hw, context, b) for b in batches]
+    fits = (None if hw.memory_bytes is None
+            else max_batch_for_memory(spec, hw.memory_bytes, context + 1))
+    return BatchRun(name or f"{spec.name} on {hw.name} (roofline)", batches,
+                    tuple(b / c.seconds for b, c in zip(batches, costs)),
+                    tuple(c.seconds for c in costs), measured=False, fits=fits,
+                    memory_gb=None if hw.memory_bytes is None else hw.memory_bytes / GB,
+                    gb_per_sequence=spec.kv_bytes_per_token * (context + 1) / GB)
+
+
+def _batch_rows(runs: list[BatchRun]) -> list[dict]:
+    """The curves' points: each run's data; a roofline run split where its caches stop
+    fitting (the point where they just fit belongs to both parts)."""
+    rows = []
+    for run in runs:
+        for b, tps, spt in zip(run.batches, run.tokens_per_s, run.seconds_per_token):
+            fits = run.fits is None or b <= run.fits
+            rows.append({"run": run.name, "batch": b, "tps": tps, "ms": spt * 1e3,
+                         "fits": fits, "over": not fits, "measured": run.measured})
+        if run.fits is not None and run.batches[0] < run.fits < run.batches[-1]:
+            # the curve between its neighbours in the log-log plane, at the limit
+            i = next(i for i, b in enumerate(run.batches) if b > run.fits)
+            f = math.log(run.fits / run.batches[i - 1]) / math.log(
+                run.batches[i] / run.batches[i - 1])
+            ms = [run.seconds_per_token[j] * 1e3 for j in (i - 1, i)]
+            at = ms[0] * (ms[1] / ms[0]) ** f
+            rows.append({"run": run.name, "batch": run.fits, "tps": run.fits / at * 1e3,
+                         "ms": at, "fits": True, "over": True, "measured": False,
+                         "limit": True})
+    return sorted(rows, key=lambda r: (r["run"], r["batch"]))
+
+
+def batch_caption(runs: list[BatchRun], batch: int) -> list[str]:
+    """The table under the batching figure at ``batch``: each run's tokens/s and time
+    per token, and either as a multiple of its batch of 1."""
+    width = max(len(r.name) for r in runs) + 1
+    lines = [f"{f'batch {batch:,}':{width}s}{'tokens/s':>9s}{'x batch 1':>11s}"
+             f"{'ms/token':>10s}{'x batch 1':>11s}"]
+    for run in runs:
+        now, one = run.at(batch), run.at(1)
+        if now is None:
+            where = (f"not measured beyond a batch of {max(run.batches):,}"
+                     if batch > max(run.batches) else "not measured at this batch")
+            lines.append(f"{run.name:{width}s}{where}")
+            continue
+        (tps, spt), ms = now, fmt3(now[1] * 1e3)
+        line = f"{run.name:{width}s}{tps:9,.0f}"
+        line += (f"{f'{fmt3(tps / one[0])}x':>11s}{ms:>10s}{f'{fmt3(spt / one[1])}x':>11s}"
+                 if one else f"{'':11s}{ms:>10s}")
+        lines.append(line)
+        if run.fits is not None and batch > run.fits:
+            # (Vega trims a line's leading spaces: the note names its run)
+            lines.append(f"{run.name.split(' (')[0]}: the caches need "
+                         f"{batch * run.gb_per_sequence:,.0f} GB; "
+                         f"{run.memory_gb:,.0f} GB hold {run.fits:,}")
+    # spaces that SVG text keeps (it would fold a run of plain ones into one)
+    return [line.replace(" ", "\u00a0") for line in lines]
+
+
+class BatchingChart:
+    """The batching figure's Vega-Lite views, for ``SliderFigure(vega=...)``: throughput
+    above, each request's time per token below, against the batch size on a shared log
+    axis; each run's knee marked; the chosen batch's values, and a table of them."""
+
+    def __init__(self, runs: list[BatchRun]):
+        self.runs = runs
+
+    def __call__(self, v: dict, width: int, height: int):
+        import altair as alt
+
+        batch = f"pow(2, {v['batch_log2']})"
+        names = [r.name for r in self.runs]
+        colors = list(style.PALETTE[:len(names)])
+        x_scale = alt.Scale(type="log", domain=[1, 2 ** BATCH_LOG2[-1]])
+        x = alt.X("batch:Q", title="batch size (sequences decoded together)",
+                  scale=x_scale, axis=alt.Axis(labelExpr=style.LOG_LABELS))
+        c_scale = alt.Scale(domain=names, range=colors)
+        color = alt.Color("run:N", title=None, scale=c_scale,
+                          legend=alt.Legend(symbolType="stroke", orient="top"))
+        plain = alt.Color("run:N", scale=c_scale, legend=None)
+        curves = alt.Chart(alt.NamedData(name="curves"))
+        knees = alt.Chart(alt.NamedData(name="knees"))
+        here = curves.transform_filter(f"datum.batch == {batch}")
+        rule = alt.Chart(alt.NamedData(name="slm_one")).transform_calculate(
+            batch=batch, text=f"'batch ' + format({batch}, ',')")
+        panel = (height - 60) // 2
+
+        k = SimpleNamespace(plain=plain, color=color, x_scale=x_scale, x=x, curves=curves,
+                            knees=knees, here=here, rule=rule, panel=panel, width=width, v=v)
+        top = _batching_panel(k, "tps", "tokens per second (whole batch)", last=False)
+        bottom = _batching_panel(k, "ms", "ms per token (each request)", last=True)
+        captions = [batch_caption(self.runs, 2**e) for e in BATCH_LOG2]
+        lines = max(map(len, captions))
+        table = alt.Chart(alt.NamedData(name="slm_one")).mark_text(
+            align="left", baseline="top", font=style.MONOSPACE,
+            lineHeight=CAPTION_LINE_PX).encode(
+            x=alt.value(0), y=alt.value(2),
+            text=alt.value({"expr": f"{json.dumps(captions)}[{v['batch_log2']}]"}),
+        ).properties(width=width, height=lines * CAPTION_LINE_PX + 4)
+        return [top, bottom, table]
+
+
+
+def _batching_panel(k, field: str, title: str, last: bool):
+    """One panel of the batching figure (``k``: what the figure's call prepared)."""
+    import altair as alt
+
+    c = k.plain if last else k.color  # one legend: the top panel's
+    y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log"),
+              axis=alt.Axis(labelExpr=style.LOG_LABELS))
+    tip = ["run:N", alt.Tooltip("batch:Q", format=","),
+           alt.Tooltip("tps:Q", title="tokens/s", format=",.0f"),
+           alt.Tooltip("ms:Q", title="ms per token", format=".3~g")]
+    xs = k.x if last else alt.X("batch:Q", scale=k.x_scale, title=None,
+                                axis=alt.Axis(labelExpr=style.LOG_LABELS))
+    layers = [
+        k.rule.mark_rule().encode(x=xs),
+        k.curves.transform_filter("datum.fits").mark_line().encode(
+            x=xs, y=y, color=c, detail="run:N"),
+        k.curves.transform_filter("datum.over").mark_line(strokeDash=[2, 3]).encode(
+            x=xs, y=y, color=c, detail="run:N"),
+        k.curves.transform_filter("datum.measured").mark_point(
+            filled=True, size=30, opacity=1).encode(x=xs, y=y, color=c, tooltip=tip),
+        k.knees.mark_point(shape="diamond", size=190, strokeWidth=2, filled=False,
+                           opacity=1).encode(x=xs, y=y, color=c, tooltip=tip),
+        k.knees.mark_text(dy=-14, fontWeight="bold").encode(
+            x=xs, y=y, text=alt.value("knee"), color=c),
+        k.here.mark_circle(size=120).encode(x=xs, y=y, color=c, tooltip=tip),
+    ]
+    if last:
+        layers.append(k.curves.transform_filter("datum.limit").mark_text(
+            align="left", dx=6, dy=12, fontStyle="italic").encode(
+            x=xs, y=y, text=alt.value("memory full"), color=c))
+    else:
+        # in a corner the curves leave free: top left, or bottom right (and inside
+        # the plot at the largest batches)
+        right = f"{k.v['batch_log2']} > {BATCH_LOG2[-1] // 2}"
+        far = f"{k.v['batch_log2']} > {BATCH_LOG2[-1] - 4}"
+        layers.append(k.rule.mark_text(
+            align={"expr": f"{far} ? 'right' : 'left'"},
+            baseline={"expr": f"{right} ? 'bottom' : 'top'"},
+            dx={"expr": f"{far} ? -4 : 4"}, y={"expr": f"{right} ? {k.panel - 2} : 2"},
+            color=style.FAINT_INK).encode(x=xs, text="text:N"))
+    return alt.layer(*layers).properties(width=k.width, height=k.panel)
+
+
+def batching_figure(runs: list[BatchRun], start: int = 1) -> SliderFigure:
+    """A kernel-free figure: each run's throughput (tokens/s over the batch) and time per
+    token (what each request waits) against the batch size, both on log axes, with each
+    run's knee marked (``BatchRun.knee``); a log2 batch control from 1 to 32,768 (starting
+    at ``start``) picks the batch whose values are marked and listed. A curve is drawn
+    only where it has data: a measured run between the batches measured, a roofline run
+    dotted where its caches no longer fit in memory."""
+    rows = _batch_rows(runs)
+    knees = [{"run": r.name, "batch": r.knee, "tps": r.at(r.knee)[0],
+              "ms": r.at(r.knee)[1] * 1e3} for r in runs]
+    slider = Slider("batch_log2", BATCH_LOG2, int(math.log2(start)), "log\u2082 batch size")
+    return SliderFigure([slider], vega=BatchingChart(runs), height=560,
+                        data={"curves": rows, "knees": knees, "slm_one": [{}]})

@@ -247,19 +247,7 @@ def test_measure_model_costs_rejects_context_past_the_window(tiny, tok):
                                probe=False)
 
 
-# --- the kernel-free figures ----------------------------------------------------------------
-def test_prefill_decode_chart_reads_all_weights_every_step_and_decode_idles_the_arithmetic():
-    chart, caption = charts.prefill_decode_chart(B7, ROUND, 1000, step=8, n_decode=8)
-    weights, busy = chart.data[charts.WEIGHTS_READ].tolist(), chart.data[charts.BUSY].tolist()
-    assert chart.data["step"].tolist() == ["prefill"] + [f"d{i}" for i in range(1, 9)]
-    assert weights == [1.0] * 9
-    assert busy[0] == 1.0 and max(busy[1:]) < 0.01
-    assert caption.startswith("decode step 8: 1 token, 1007 cached") and "memory-bound" in caption
-    early, _ = charts.prefill_decode_chart(B7, ROUND, 1000, step=2, n_decode=8)
-    assert early.data[charts.BUSY].tolist()[3:] == [0.0] * 6
-    assert early.data[charts.WEIGHTS_READ].tolist() == [1.0] * 3 + [0.0] * 6
-
-
+# --- the kernel-free figures (the player and the batching figure: test_cost_widgets.py) ---
 def test_roofline_explorer_builds_and_names_the_binding_limits():
     spec = charts.roofline_explorer().to_dict()
     assert [p["bind"]["input"] for p in spec["params"]] == ["select"] + ["radio"] * 5
@@ -311,20 +299,6 @@ def test_vega_roofline_matches_python():
         bound = re.compile(r"\w+-bound")
         assert bound.findall(caption) == bound.findall(py.caption)
         assert numbers(caption) == pytest.approx(numbers(py.caption), rel=1e-2)
-
-
-def test_moving_a_slider_of_the_step_figure_draws_the_next_step():
-    fig = charts.prefill_decode_figure(B7, ROUND, prompt_lens=(10, 1000), n_decode=4)
-    first, second = drawn(fig.to_dict(), [param_setting(fig, step=s) for s in (0, 1)],
-                          fields=["step", "series", "fraction"])
-    bars = [[i["datum"] for i in page if i["role"] == "mark" and i["mark"] == "rect"]
-            for page in (first, second)]
-    busy = [{d["step"]: d["fraction"] for d in page if d["series"] == charts.BUSY}
-            for page in bars]
-    assert all(len(page) == 2 * 5 for page in bars)  # two bars a step, one of each
-    assert busy[0]["prefill"] == 1.0 and busy[0]["d1"] == 0.0  # only prefill so far
-    expected = fig.spec_at(step=1).chart.data[charts.BUSY][1]
-    assert busy[1]["d1"] == pytest.approx(expected, rel=1e-3) and busy[1]["d1"] > 0
 
 
 def test_throughput_knee_is_the_first_batch_near_the_best_throughput():
