@@ -4,25 +4,40 @@
    slm_vega.js, slm_runtime.js and this file in that order (book/_ext/live_explorers.py).
    Every .slm-live element on the page is mounted once:
 
-     truncation    the next-character distribution under every rule, and continuations
-     step          generation one character at a time, the KV cache filling slot by slot
-     speculative   the draft proposes, the main model keeps or rejects, acceptance so far
+     truncation    the next-character distribution under every rule: the model's own p as an
+                   outline, what the rules and penalties leave (renormalised) solid; Sample
+                   writes `length` characters under them (a blank line ends it only if asked)
+     step          generation one character at a time: the bars are the distribution the
+                   character is drawn from (at the temperature), the outline the model's own;
+                   the KV cache filling slot by slot
+     speculative   the draft proposes, the main model keeps or rejects; the acceptance shown
+                   is the chapter's alpha, accepted over tested proposals
 
+   Each has "Try this" presets (settings and a context, and what to look for), and a seed box:
+   the same context, settings and seed give the same text. A failed action (an unknown
+   character, a bad setting) clears what is on screen, so nothing stale stays beside the error.
    The controls' limits that depend on the model (top-k's maximum) come from its config. */
 (function () {
   "use strict";
   if (window.slmExplorers) { window.slmExplorers.mountAll(); return; }
   /* name, label, min, max, step, value that switches the rule off ("V": the vocabulary's size) */
   var RULE_INPUTS = [
-    ["temperature", "temperature (0 = greedy)", 0, 2, 0.05, 1],  // temperature 1 is "off" too
+    ["temperature", "temperature (0 = greedy)", 0, 2, 0.05, 1],  // its value is always shown
     ["top_k", "top-k", 1, "V", 1, "V"], ["top_p", "top-p", 0.01, 1, 0.01, 1],
     ["min_p", "min-p", 0, 1, 0.01, 0], ["typical_p", "typical mass", 0.01, 1, 0.01, 1],
     ["epsilon", "epsilon", 0, 0.1, 0.001, 0], ["eta", "eta", 0, 0.1, 0.001, 0],
     ["repetition_penalty", "repetition penalty", 0.5, 2, 0.05, 1],
     ["frequency_penalty", "frequency penalty", 0, 2, 0.05, 0],
     ["presence_penalty", "presence penalty", 0, 2, 0.05, 0]];
-  var LINE = 160;  // characters per Sample / Continue
+  var LINE = 160;  // characters per Sample / Continue, until the reader sets another length
   var DATASET = { truncation: "chars", step: "top" };  // what each chart draws (shakespeare_lm.site.live)
+  var BLANK_LINE = "\n\n";
+  // the speculative explorer's colours: one meaning each, every one named in its legend
+  var ROUND_COLOURS = [
+    ["accepted", "#c8f0c8", "kept proposal"], ["rejected", "#f6c6c6", "rejected proposal"],
+    ["unchecked", "#e4e4e4", "never checked (after a rejection)"],
+    ["replacement", "#ffd9a0", "replacement, drawn from the residual r"],
+    ["bonus", "#cfe0ff", "bonus, drawn from p (every proposal kept)"]];
 
   function el(tag, attrs, parent, text) {
     var e = document.createElement(tag);
@@ -32,12 +47,17 @@
     return e;
   }
   function label(ch) { return { "\n": "\u23ce", " ": "\u2423" }[ch] || ch; }
+  /* The end of `text` for a title: newlines as the symbol the charts use. */
+  function tail(text, n) {
+    return "\u2026" + text.slice(-n).replace(/\n/g, "\u23ce");  // as the kernel-free explorer's titles
+  }
   // the model (with its decoding), its charts (Vega-Lite specs, live/charts.js) and Vega to draw them
   var runtime = window.slm && window.slmVega ?
     Promise.all([window.slm.loadAsset("charts.js"), window.slmVega.ready]).then(function () { return window.slm.ready; }) :
     Promise.reject(new Error("slm_vega.js and slm_runtime.js must be loaded before slm_explorers.js: build the site with `make book`"));
   runtime.catch(function () {});  // reported by each explorer
 
+  var ROW = "display:flex;flex-wrap:wrap;gap:.2em 1.2em;align-items:center;margin:.3em 0";
   function frame(root) {
     var cfg = JSON.parse(root.querySelector("script[type='application/json']").textContent);
     root.textContent = "";
@@ -46,10 +66,13 @@
     ui.context = el("textarea", { class: "slm-context", rows: 3, spellcheck: "false", "aria-label": "your context",
       style: "width:100%;font-family:monospace;font-size:13px" }, root);
     ui.context.value = cfg.context;
-    ui.controls = el("div", { class: "slm-controls", style: "display:flex;flex-wrap:wrap;gap:.2em 1.2em;margin:.3em 0" }, root);
+    ui.controls = el("div", { class: "slm-controls", style: ROW }, root);
+    ui.options = el("div", { class: "slm-options", style: ROW + ";font-size:13px;margin:0" }, root);
     var buttons = el("div", { style: "display:flex;gap:.6em;align-items:center;margin:.3em 0" }, root);
-    ui.sample = el("button", { class: "slm-sample", type: "button", disabled: "" }, buttons, "Sample");
-    ui.cont = el("button", { class: "slm-continue", type: "button", disabled: "" }, buttons, "Continue");
+    ui.sample = el("button", { class: "slm-sample", type: "button", disabled: "", style: "white-space:nowrap" },
+                   buttons, "Sample");
+    ui.cont = el("button", { class: "slm-continue", type: "button", disabled: "", style: "white-space:nowrap" },
+                 buttons, "Continue");
     ui.status = el("span", { class: "slm-status", style: "font-family:monospace;color:#555" }, buttons,
                    "loading the model into the page\u2026");
     ui.view = el("div", { class: "slm-view" }, root);
@@ -58,19 +81,48 @@
       "background:#f7f7f7;padding:.4em;font-size:13px" }, root);
     return ui;
   }
-  /* A range input for RULE_INPUTS' `spec`; "V" stands for the model's vocabulary size. */
+  /* A range input for RULE_INPUTS' `spec`; "V" stands for the model's vocabulary size. Its
+     readout says "off" where the rule does nothing; temperature always shows its value. */
   function slider(ui, spec, model) {
     var limit = function (v) { return v === "V" ? model.config.vocab_size : v; };
     var name = spec[0], off = limit(spec[5]);
     var wrap = el("label", { style: "display:flex;gap:.4em;align-items:center;font-size:13px" }, ui.controls);
     el("span", { style: "min-width:10em" }, wrap, spec[1]);
     var input = el("input", { type: "range", min: limit(spec[2]), max: limit(spec[3]), step: spec[4], value: off,
-                              "data-name": name, "data-off": off, style: "width:9em" }, wrap);
+                              "data-name": name, "data-off": off, "data-default": off, style: "width:9em" }, wrap);
     var out = el("output", { style: "font-family:monospace;min-width:4em" }, wrap);
-    function show() { out.textContent = +input.value === off ? "off" : input.value; }
+    function show() { out.textContent = +input.value === off && name !== "temperature" ? "off" : input.value; }
     input.addEventListener("input", show);
     show();
     return input;
+  }
+  /* A box of the options row: a number (`value` its default), or a checkbox (`value` true/false). */
+  function box(ui, name, text, value, attrs, title) {
+    var wrap = el("label", { style: "display:flex;gap:.35em;align-items:center", title: title || "" }, ui.options);
+    var check = typeof value === "boolean";
+    var input = el("input", Object.assign({ type: check ? "checkbox" : "number", "data-name": name,
+                                            "data-default": String(value), style: check ? "" : "width:5.5em" }, attrs || {}));
+    if (check) { input.checked = value; wrap.appendChild(input); el("span", {}, wrap, text); }
+    else { input.value = value; el("span", {}, wrap, text); wrap.appendChild(input); }
+    return input;
+  }
+  /* The seed box: the same context, settings and seed give the same text. */
+  function seedBox(ui) {
+    return box(ui, "seed", "seed", ui.cfg.seed, { min: 0, step: 1 },
+               "the seed of the random draws: the same seed gives the same text; Continue uses the next seeds");
+  }
+  function lengthBox(ui, text, value, max) {
+    return box(ui, "length", text, value, { min: 1, max: max, step: 1 });
+  }
+  function stopBox(ui) {
+    return box(ui, "stop", "stop at a blank line", false, {},
+               "end the text at the first blank line (a stop sequence of \\n\\n); unticked, it runs to its length");
+  }
+  /* The integer in a number box, checked as Python checks a count. */
+  function count(input, low) {
+    var v = input.value.trim() === "" ? NaN : +input.value;
+    window.slm.decoding.checkCount(input.getAttribute("data-name"), v, low);
+    return v;
   }
   /* The settings of generate that the inputs give (a rule at its "off" value is left out). */
   function settingsOf(inputs) {
@@ -82,8 +134,19 @@
     return s;
   }
   function busy(ui, on) { ui.sample.disabled = ui.cont.disabled = on; }
-  function fail(ui, e) { ui.status.textContent = String(e.message || e); ui.status.style.color = "#b00"; busy(ui, false); }
-  function ok(ui, text) { ui.status.textContent = text; ui.status.style.color = "#555"; }
+  /* An action failed: say why, and clear what is on screen (it belongs to an earlier action). */
+  function fail(ui, e) {
+    ui.status.textContent = String(e.message || e);
+    ui.status.style.color = "#b00";
+    ui.failed = true;
+    ui.output.textContent = "";
+    ui.view.style.display = "none";
+    busy(ui, false);
+  }
+  /* A message while an action runs: what is on screen stays as it is. */
+  function progress(ui, text) { ui.status.textContent = text; ui.status.style.color = "#555"; }
+  /* An action succeeded: its message, and the view shown again. */
+  function ok(ui, text) { progress(ui, text); ui.failed = false; ui.view.style.display = ""; }
   function showText(ui, context, added, extra) {
     ui.output.textContent = "";
     el("span", { style: "color:#888" }, ui.output, context.slice(-200));
@@ -91,20 +154,55 @@
     if (extra) ui.output.appendChild(extra);
   }
   /* Draw `rows` in the explorer's chart (a Vega-Lite spec made in Python, shakespeare_lm.site.live)
-     with its parameters set to `params`; the chart is embedded on first use. */
+     with its parameters set to `params`; the chart is embedded on first use. Its dataset is
+     DATASET[kind], or the spec's only one. */
   function chart(ui, kind, rows, params) {
     var spec = window.SLM_ASSETS.charts[kind];
     if (!ui.chartView) ui.chartView = window.slmVega.embed(ui.chartBox, spec);
     return ui.chartView.then(function (view) {
-      view.data(DATASET[kind], rows);
+      view.data(DATASET[kind] || Object.keys(spec.datasets)[0], rows);
       Object.keys(params).forEach(function (k) { view.signal(k, params[k]); });
+      ui.view.style.display = "";  // hidden after a failure; drawn with the new data
       return view.runAsync();
     });
+  }
+  /* "Try this": a button per preset {label, sets (what it sets, in words), look (what to look
+     for), context, settings: {data-name: value}}. A click puts every control of the explorer
+     back to its default, then sets the preset's context and settings, shows its "Look for"
+     line and calls run(preset). */
+  function presets(ui, list, run) {
+    var row = el("div", { class: "slm-presets", style: ROW + ";font-size:13px" });
+    ui.root.insertBefore(row, ui.options.nextSibling);
+    el("span", { style: "color:#595959" }, row, "Try this:");
+    var hint = el("div", { class: "slm-hint", style: "font-size:13px;color:#222;margin:0 0 .3em" });
+    ui.root.insertBefore(hint, row.nextSibling);
+    list.forEach(function (p) {
+      var b = el("button", { type: "button", title: p.sets, style: "font-size:12px" }, row, p.label);
+      b.onclick = function () {
+        if (ui.sample.disabled) return;  // an action is running
+        if (p.context !== undefined) ui.context.value = p.context;
+        ui.root.querySelectorAll("input[data-name]").forEach(function (input) {
+          var name = input.getAttribute("data-name"), v = name in (p.settings || {}) ?
+            p.settings[name] : input.getAttribute("data-default");
+          if (input.type === "checkbox") input.checked = v === true || v === "true";
+          else input.value = v;
+          input.dispatchEvent(new Event("input"));  // readouts; no change event: run() redraws
+        });
+        hint.textContent = "";
+        el("b", {}, hint, p.label + ". ");
+        hint.appendChild(document.createTextNode("Look for: " + p.look));
+        progress(ui, "set: " + p.sets);
+        run(p);
+      };
+    });
+    return row;
   }
 
   // --- chapter 3: every rule on your context, and continuations under them ----------------
   /* The rows of the truncation chart (shakespeare_lm.site.explorer.distribution_chart) for the
-     model's `logits` after the context whose ids are `history`, under the config `cfg`. */
+     model's `logits` after the context whose ids are `history`, under the config `cfg`:
+     raw_p is the model's own distribution (softmax of its logits, before any rule or
+     penalty), pf what the penalties and rules leave, bits the entropy of pf. */
   function distributionRows(m, logits, history, cfg) {
     var D = window.slm.decoding, raw = D.softmax(logits), shaped = D.shape(logits, history, cfg);
     var pf = D.distribution(shaped, cfg), rank = [];
@@ -114,38 +212,63 @@
       return { id: i, ch: label(m.chars[i]), r0: rank[i], raw_p: raw[i], pf: p, kept: p > 0, bits: bits };
     });
   }
+  var TRUNCATION_PRESETS = [
+    { label: "middle of a word", context: "KATHARINA:\nMoved! in good time: let him that moved you hith",
+      settings: { top_p: 0.9 }, sets: "the context ends inside 'hither'; top-p 0.9",
+      look: "one letter (e, to spell hither) holds almost all the probability, so top-p keeps it alone. " +
+            "Then press Sample." },
+    { label: "start of a word", context: "KATHARINA:\nMoved! in good time: let him that moved you ",
+      settings: { top_p: 0.9 }, sets: "the context ends with a space; top-p 0.9",
+      look: "many letters can begin a word: the same top-p keeps many more characters than inside one." },
+    { label: "repetition penalty", context: "KATHARINA:\nMoved! in good time: let him that moved you hither\nRemove you ",
+      settings: { repetition_penalty: 1.5 }, sets: "repetition penalty 1.5",
+      look: "most characters already in the context fall below their outlines and every other one rises; " +
+            "the outlines, the model's own p, are the same as with the penalty at 1." }];
   function truncation(ui, m) {
-    var D = window.slm.decoding, inputs = {}, text = "", block = m.config.block_size;
+    var D = window.slm.decoding, inputs = {}, text = "", block = m.config.block_size, draws = 0, continued = 0;
     RULE_INPUTS.forEach(function (r) { inputs[r[0]] = slider(ui, r, m); });
+    var length = lengthBox(ui, "characters per Sample", LINE, 2000), stop = stopBox(ui), seed = seedBox(ui);
     function redraw() {
-      var context = ui.context.value + text, cfg;
-      try { cfg = D.config(settingsOf(inputs)); } catch (e) { return fail(ui, e); }
+      var context = ui.context.value + text, cfg, serial = ++draws;
+      try { cfg = D.config(settingsOf(inputs)); } catch (e) { return Promise.resolve(fail(ui, e)); }
       return window.slm.nextLogits(context).then(function (r) {
-        var title = "next character after \u2026" + JSON.stringify(context.slice(-24)).slice(1, -1);
+        if (serial !== draws) return;  // a later redraw is on its way
+        var title = "next character after " + tail(context, 24);
         return chart(ui, "truncation", distributionRows(m, r.logits, r.ids, cfg), { title: title }).then(function () {
-          ui.root.setAttribute("data-state", JSON.stringify(cfg));
+          if (ui.failed) ok(ui, "the distribution after your context");
+          ui.root.setAttribute("data-state", String(serial));
         });
       }).catch(function (e) { fail(ui, e); });
     }
     function write(more) {
       busy(ui, true);
-      if (!more) text = "";
-      var context = ui.context.value + text, seed = ui.seed++;
-      ok(ui, "sampling\u2026");
-      var s = Object.assign(settingsOf(inputs), { stop: "\n\n" });
-      // as Python's explorer: the end of the context that leaves room for the new line
-      return window.slm.sample(context.slice(-(block - LINE)), LINE, s, seed).then(function (r) {
+      var s, n, first;
+      try {
+        s = settingsOf(inputs);
+        n = count(length, 1);
+        first = count(seed, 0);
+        if (stop.checked) s.stop = BLANK_LINE;
+        s.context_overflow = "slide";  // a text longer than the window goes on, as generate's slide
+        D.config(Object.assign({}, s, { context_overflow: undefined }));
+      } catch (e) { return Promise.resolve(fail(ui, e)); }
+      if (!more) { text = ""; continued = 0; } else continued++;
+      var context = ui.context.value + text, used = first + continued;
+      progress(ui, "sampling\u2026");
+      return window.slm.sample(context.slice(-block), n, s, used).then(function (r) {
         showText(ui, ui.context.value + text, r.text);
         text += r.text;
-        ok(ui, (more ? "continued" : "sampled") + " " + r.text.length + " characters (seed " + seed + ", " + r.stopReason + ")");
+        ok(ui, (more ? "continued" : "sampled") + " " + r.text.length + " characters (seed " + used + ", " +
+           { max_tokens: "the length asked for", stop_sequence: "a blank line" }[r.stopReason] + ")");
         busy(ui, false);
         return redraw();
       }).catch(function (e) { fail(ui, e); });
     }
     ui.sample.onclick = function () { write(false); };
     ui.cont.onclick = function () { write(true); };
+    ui.cont.title = "go on from the text so far, with the next seed";
     ui.context.addEventListener("input", function () { text = ""; redraw(); });
     Object.keys(inputs).forEach(function (k) { inputs[k].addEventListener("change", redraw); });
+    presets(ui, TRUNCATION_PRESETS, function () { text = ""; ui.output.textContent = ""; return redraw(); });
     return redraw;  // run once mounted
   }
 
@@ -160,100 +283,173 @@
       var r = document.createElementNS(svg.namespaceURI, "rect");
       r.setAttribute("x", j * cell); r.setAttribute("y", 2 + l * 14);
       r.setAttribute("width", Math.max(cell - 0.6, 0.5)); r.setAttribute("height", 12);
-      r.setAttribute("fill", j < used - 1 ? "#1f77b4" : j === used - 1 ? "#ff7f0e" : "#eee");
+      r.setAttribute("fill", j < used - 1 ? "#0072B2" : j === used - 1 ? "#E69F00" : "#eeeeee");
       svg.appendChild(r);
     }
+    // keys and values of every layer, 4-byte floats (the graphs' float32 cache); KB = 1,000 bytes
     var perSlot = 2 * c.n_layer * c.d_model * 4;
     ui.cache.textContent = "KV cache: " + used + " of " + c.block_size + " slots filled in each of " + c.n_layer +
-      " layers (newest in orange); keys and values take " + perSlot + " bytes a slot, " +
-      (used * perSlot / 1024).toFixed(1) + " KiB now";
+      " layers (blue: filled before, orange: written this step, grey: empty). Keys and values in 4-byte floats take " +
+      perSlot.toLocaleString("en-US") + " bytes a slot: " + (used * perSlot / 1000).toFixed(1) + " KB now.";
     ui.cache.appendChild(svg);
   }
+  var STEP_PRESETS = [
+    { label: "greedy", context: "PETRUCHIO:\n", settings: { temperature: 0, length: 40 },
+      sets: "temperature 0, then Continue 40",
+      look: "each step takes the tallest outline, the bar drawn is 1, and the same text comes every time." },
+    { label: "T = 0.5", context: "PETRUCHIO:\n", settings: { temperature: 0.5, length: 40 },
+      sets: "temperature 0.5, then Continue 40",
+      look: "the bars of the likeliest characters rise above their outlines and the rest shrink: " +
+            "the draws keep to the top few." },
+    { label: "T = 1.5", context: "PETRUCHIO:\n", settings: { temperature: 1.5, length: 40 },
+      sets: "temperature 1.5, then Continue 40",
+      look: "the bars flatten below the outlines at the top: unlikely characters get drawn, and the words fall apart." }];
   function step(ui, m) {
     var D = window.slm.decoding, inputs = { temperature: slider(ui, RULE_INPUTS[0], m) }, state = null;
     var block = m.config.block_size;
+    var length = lengthBox(ui, "characters per Continue", 40, block), seed = seedBox(ui);
     ui.cache = el("div", { class: "slm-cache", style: "font-family:monospace;font-size:12px" }, ui.view);
-    function reset() { state = null; ui.output.textContent = ""; }
+    function reset() {  // a new context or seed: a new run, and nothing of the old one on screen
+      state = null;
+      ui.output.textContent = "";
+      ui.view.style.display = "none";
+      ui.root.removeAttribute("data-state");
+    }
     function one(cfg, left) {
       if (!left) { busy(ui, false); return; }
       var context = state.ids.slice(D.windowStart(state.ids.length, block));  // generate's slide
       return state.stream.advanceTo(context).then(function (rows) {
         var logits = rows[rows.length - 1], raw = D.softmax(logits), shaped = D.shape(logits, context, cfg);
         var probs = D.distribution(shaped, cfg), id = D.choose(shaped, cfg, state.random);
-        var top = D.order(raw, true).slice(0, 20);
-        chart(ui, "step", top.map(function (i, rank) {
-          return { rank: rank, ch: label(m.chars[i]), p: raw[i], drawn: i === id };
-        }), { title: "next character: drew " + JSON.stringify(m.chars[id]) + " (p = " + probs[id].toFixed(3) +
-                     "; the model's 20 most probable shown)" });
+        var order = D.order(raw, true), top = order.slice(0, 20), rank = order.indexOf(id);
+        if (rank >= 20) top.push(id);  // the drawn character is always shown
+        var T = cfg.temperature, shown = JSON.stringify(label(m.chars[id]));
+        var title = (T === 0 ? "took " + shown + ", the most probable (T = 0, greedy): probability 1.000" :
+                     "drew " + shown + " with probability " + probs[id].toFixed(3) + " (T = " + T + ")") +
+                    (rank >= 20 ? "; the model ranks it " + (rank + 1) + "th" : "");
         var before = ui.context.value + state.text;
         state.ids.push(id);
         state.text += m.chars[id];
-        showText(ui, before, m.chars[id]);
-        drawCache(ui, m, state.stream);
-        ok(ui, state.text.length + " characters generated; this step fed " + rows.length + " character(s) to the model");
-        ui.root.setAttribute("data-state", String(state.text.length));
-        return new Promise(function (r) { setTimeout(r, left > 1 ? 30 : 0); }).then(function () { return one(cfg, left - 1); });
+        return chart(ui, "step", top.map(function (i) {
+          return { rank: order.indexOf(i), ch: label(m.chars[i]), p: probs[i], raw_p: raw[i], drawn: i === id };
+        }), { title: title }).then(function () {
+          showText(ui, before, m.chars[id]);
+          drawCache(ui, m, state.stream);
+          ok(ui, state.text.length + " characters generated (seed " + state.seed + "); this step fed " + rows.length +
+             " character(s) to the model");
+          ui.root.setAttribute("data-state", String(state.text.length));
+          return new Promise(function (r) { setTimeout(r, left > 1 ? 30 : 0); });
+        }).then(function () { return one(cfg, left - 1); });
       });
     }
     function advance(k) {
       busy(ui, true);
       try {
-        var cfg = D.config(settingsOf(inputs));
+        var cfg = D.config(settingsOf(inputs)), n = k === null ? count(length, 1) : k;
         if (!state) {
-          var ids = D.encode(m.chars, ui.context.value).slice(-block);
+          var ids = D.encode(m.chars, ui.context.value).slice(-block), s = count(seed, 0);
           if (!ids.length) throw new Error("the context is empty: type at least one character");
-          state = { ids: ids, stream: new window.slm.Stream(m), text: "", random: D.generator(ui.seed++) };
+          state = { ids: ids, stream: new window.slm.Stream(m), text: "", random: D.generator(s), seed: s };
         }
-      } catch (e) { return fail(ui, e); }
-      return Promise.resolve(one(cfg, k)).catch(function (e) { fail(ui, e); });
+      } catch (e) { reset(); return Promise.resolve(fail(ui, e)); }
+      return Promise.resolve(one(cfg, n)).catch(function (e) { reset(); fail(ui, e); });
     }
     ui.sample.textContent = "Sample one";
-    ui.cont.textContent = "Continue 40";
+    ui.cont.textContent = "Continue";
     ui.sample.onclick = function () { advance(1); };
-    ui.cont.onclick = function () { advance(40); };
+    ui.cont.onclick = function () { advance(null); };
     ui.context.addEventListener("input", reset);
+    seed.addEventListener("input", reset);
+    presets(ui, STEP_PRESETS, function () { reset(); return advance(null); });
   }
 
   // --- chapter 6: speculative decoding with the draft model, round by round --------------
+  var SPECULATIVE_PRESETS = [
+    { label: "a speech", context: "KATHARINA:\nMoved! in good time: let him that moved you ",
+      settings: { gamma: 4, length: 120 }, sets: "gamma 4, temperature 1, 120 characters",
+      look: "most proposals are kept (green): the draft knows the plays' words and spelling." },
+    { label: "greedy", context: "KATHARINA:\nMoved! in good time: let him that moved you ",
+      settings: { gamma: 4, length: 120, temperature: 0 }, sets: "the same, at temperature 0",
+      look: "a proposal is kept only where the draft's most probable character is the main model's: " +
+            "every seed gives the same rounds, and here fewer are kept than at temperature 1." },
+    { label: "gamma 8", context: "KATHARINA:\nMoved! in good time: let him that moved you ",
+      settings: { gamma: 8, length: 120 }, sets: "gamma 8, temperature 1",
+      look: "more grey proposals, never checked after a rejection; characters per pass never exceeds 1/(1 \u2212 \u03b1)." }];
   function speculative(ui, m) {
     var inputs = { temperature: slider(ui, RULE_INPUTS[0], m) }, text = "", totals = null;
     var gamma = slider(ui, ["gamma", "gamma (proposals a round)", 1, 8, 1, null], m);
     gamma.value = 4;
+    gamma.setAttribute("data-default", "4");
     gamma.dispatchEvent(new Event("input"));
+    var length = lengthBox(ui, "characters per Sample", LINE / 2, 2000), stop = stopBox(ui), seed = seedBox(ui);
+    var colour = {};
+    var legend = el("div", { class: "slm-legend", style: "display:flex;flex-wrap:wrap;gap:.3em .8em;font-size:12px;" +
+                             "margin:.2em 0" }, ui.view);
+    ROUND_COLOURS.forEach(function (c) {
+      colour[c[0]] = c[1];
+      el("span", { "data-what": c[0], style: chip(c[0]) }, legend, c[2]);
+    });
     ui.rounds = el("div", { class: "slm-rounds", style: "font-family:monospace;font-size:13px;line-height:1.9;" +
       "max-height:12em;overflow-y:auto" }, ui.view);
-    function round(proposed, accepted, next) {
+    function chip(what) {
+      return "padding:0 2px;background:" + ROUND_COLOURS.filter(function (c) { return c[0] === what; })[0][1] +
+             ({ rejected: ";text-decoration:line-through", unchecked: ";color:#666",
+                replacement: ";font-weight:bold", bonus: ";font-weight:bold" }[what] || "");
+    }
+    function round(r) {
       var line = el("span", { style: "display:inline-block;margin:0 .5em .2em 0;border:1px solid #ddd" }, ui.rounds);
-      for (var i = 0; i < proposed.length; i++) {
-        var keep = i < accepted, gone = i > accepted;
-        el("span", { class: keep ? "slm-accepted" : "slm-rejected", title: keep ? "kept" : gone ? "never checked" : "rejected",
-          style: "padding:0 1px;margin-right:1px;background:" + (keep ? "#c8f0c8" : gone ? "#eee" : "#f6c6c6") +
-                 (keep ? "" : ";text-decoration:line-through") }, line, label(proposed[i]));
+      for (var i = 0; i < r.proposed.length; i++) {
+        var what = i < r.accepted ? "accepted" : i === r.accepted ? "rejected" : "unchecked";
+        el("span", { class: "slm-" + what, "data-what": what, title: ROUND_COLOURS.filter(function (c) {
+          return c[0] === what; })[0][2], style: chip(what) + ";margin-right:1px" }, line, label(r.proposed[i]));
       }
-      el("span", { style: "padding:0 2px;background:#cfe0ff;font-weight:bold", title: "from the main model" }, line, label(next));
+      var last = r.bonus ? "bonus" : "replacement";
+      el("span", { class: "slm-" + last, "data-what": last, title: r.bonus ? "from the main model: every proposal kept" :
+        "from the main model, in place of the rejected proposal", style: chip(last) }, line, label(r.next));
       ui.rounds.scrollTop = ui.rounds.scrollHeight;
     }
     function run(more) {
       busy(ui, true);
-      if (!more || !totals) { text = ""; totals = { proposed: 0, accepted: 0 }; ui.rounds.textContent = ""; }
-      var context = ui.context.value + text, seed = ui.seed++, g = +gamma.value, base = { p: totals.proposed, a: totals.accepted };
-      ok(ui, "loading the draft and running rounds\u2026");
-      return window.slm.speculative(context.slice(-m.config.block_size), LINE / 2, g, settingsOf(inputs), seed, function (r) {
-        round(r.proposed, r.accepted, r.next);
+      var s, n, first;
+      try {
+        s = settingsOf(inputs);
+        n = count(length, 1);
+        first = count(seed, 0);
+        if (stop.checked) s.stop = BLANK_LINE;
+        window.slm.decoding.config(s);
+      } catch (e) { return Promise.resolve(fail(ui, e)); }
+      if (!more || !totals) {
+        text = "";
+        totals = { rounds: 0, drafted: 0, proposed: 0, accepted: 0, runs: 0 };
+        ui.rounds.textContent = "";
+      }
+      var context = ui.context.value + text, used = first + totals.runs, g = +gamma.value;
+      progress(ui, "loading the draft and running rounds\u2026");
+      ui.view.style.display = "";
+      return window.slm.speculative(context.slice(-m.config.block_size), n, g, s, used, function (r) {
+        round(r);
         showText(ui, ui.context.value + text, r.text);
       }).then(function (r) {
         text += r.text;
-        totals.proposed = base.p + r.proposed;
-        totals.accepted = base.a + r.accepted;
-        ok(ui, r.rounds + " rounds, " + (r.text.length / r.rounds).toFixed(2) + " characters per pass of the main model; " +
-           "acceptance so far " + (100 * totals.accepted / Math.max(totals.proposed, 1)).toFixed(1) + "% (seed " + seed + ")");
+        ["rounds", "drafted", "proposed", "accepted"].forEach(function (k) { totals[k] += r[k]; });
+        totals.runs++;
+        var a = totals.accepted / totals.proposed, perPass = text.length / totals.rounds;
+        var bound = totals.proposed > totals.accepted ? (1 / (1 - a)).toFixed(2) : "unbounded (every tested proposal kept)";
+        ok(ui, totals.rounds + " passes of the main model, " + text.length + " characters: " + perPass.toFixed(2) +
+           " characters per pass, at most 1/(1 \u2212 \u03b1) = " + bound + "; acceptance \u03b1 = " +
+           (totals.proposed ? (100 * a).toFixed(1) + "%" : "none tested") + " (" + totals.accepted + " kept of " +
+           totals.proposed + " proposals tested, " + (totals.drafted - totals.proposed) + " never checked; seed " +
+           (totals.runs > 1 ? first + "\u2013" + used : used) + ")");
+        ui.root.setAttribute("data-stats", JSON.stringify(totals));
         ui.root.setAttribute("data-state", String(text.length));
         busy(ui, false);
       }).catch(function (e) { fail(ui, e); });
     }
     ui.sample.onclick = function () { run(false); };
     ui.cont.onclick = function () { run(true); };
-    ui.context.addEventListener("input", function () { text = ""; });
+    ui.cont.title = "go on from the text so far, with the next seed; the counts add up";
+    ui.context.addEventListener("input", function () { text = ""; totals = null; });
+    presets(ui, SPECULATIVE_PRESETS, function () { return run(false); });
   }
 
   var KINDS = { truncation: truncation, step: step, speculative: speculative };
@@ -275,11 +471,15 @@
   }
   function mountAll() { document.querySelectorAll(".slm-live").forEach(mount); }
   /* An explorer of its own file (slm_beam.js, ...): `fn(ui, model)` sets up the controls of
-     the frame `ui` (frame(), above) and returns an optional function to run once mounted. */
+     the frame `ui` (frame(), above) and returns an optional function to run once mounted.
+     util.fail clears the output and hides the view (an error leaves nothing stale on
+     screen); util.ok shows the view again. */
   function register(kind, fn) { KINDS[kind] = fn; mountAll(); }
   window.slmExplorers = { mountAll: mountAll, register: register,
                           util: { el: el, label: label, slider: slider, settingsOf: settingsOf, busy: busy,
-                                  fail: fail, ok: ok, showText: showText, chart: chart, RULE_INPUTS: RULE_INPUTS } };
+                                  fail: fail, ok: ok, showText: showText, chart: chart, RULE_INPUTS: RULE_INPUTS,
+                                  progress: progress, presets: presets, seedBox: seedBox, lengthBox: lengthBox,
+                                  stopBox: stopBox, count: count, tail: tail } };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   mountAll();
 })();

@@ -202,9 +202,14 @@
       max(p - q, 0), and if all are kept a bonus character comes from the main model. Both
       models use the same sampler (`settings` as generate's; the penalties count the text so
       far and the proposals before each). The text slides through context windows as
-      generate(context_overflow="slide") does. onRound({proposed, accepted, next, text,
-      acceptance, rounds}) after each round; a Promise of {text, rounds, proposed, accepted,
-      acceptance, stopReason}. */
+      generate(context_overflow="slide") does. onRound({proposed (the round's proposals, a
+      string), accepted (how many were kept), next (the main model's character), bonus (true:
+      every proposal was kept and next is the bonus; false: next replaces the first rejected
+      one, drawn from the residual), text, acceptance, rounds}) after each round; a Promise of
+      {text, rounds, drafted, proposed, accepted, acceptance, stopReason}, counted as Python's
+      SpeculativeStats counts them: drafted, every proposal; proposed, those put to the test
+      (up to and including the first rejection of a round: the ones after it are never
+      checked); acceptance, the chapter's alpha, accepted / proposed (0 before any test). */
   function speculative(prompt, n, gamma, settings, seed, onRound) {
     return Promise.all([load("shakespeare"), load("draft")]).then(function (ms) {
       var target = ms[0], cfg = D.config(seeded(settings, seed)), block = target.config.block_size;
@@ -212,7 +217,8 @@
       D.checkMaxNewTokens(n);
       D.checkCount("gamma", gamma, 1, " (draft tokens per round)");
       var sp = { target: target, T: new Stream(target), Dr: new Stream(ms[1]), cfg: cfg, random: D.generator(cfg.seed),
-                 ids: ids, out: [], st: { text: "", rounds: 0, proposed: 0, accepted: 0, acceptance: 0, stopReason: null } };
+                 ids: ids, out: [],
+                 st: { text: "", rounds: 0, drafted: 0, proposed: 0, accepted: 0, acceptance: 0, stopReason: null } };
       function round() {
         if (sp.out.length >= n) sp.st.stopReason = sp.st.stopReason || "max_tokens";
         if (sp.st.stopReason) return sp.st;
@@ -255,8 +261,9 @@
       } else next = D.draw(ps[g], sp.random);  // all kept: a bonus character
       emit(sp, proposals.slice(0, k).concat([next]), n);
       var st = sp.st;
-      st.rounds++; st.proposed += g; st.accepted += k; st.acceptance = st.proposed ? st.accepted / st.proposed : 0;
-      return { proposed: decode(sp.target, proposals), accepted: k, next: sp.target.chars[next] };
+      st.rounds++; st.drafted += g; st.proposed += Math.min(k + 1, g); st.accepted += k;
+      st.acceptance = st.proposed ? st.accepted / st.proposed : 0;
+      return { proposed: decode(sp.target, proposals), accepted: k, next: sp.target.chars[next], bonus: k === g };
     });
   }
   /* Append a round's new characters until one ends the text (a stop sequence, or n). */

@@ -5,13 +5,15 @@ distribution.
     explorer.live_explorer(model, tok)      # ipywidgets bound to the model (JupyterLab)
     explorer.static_explorer(model, tok)    # a kernel-free SliderFigure (site, JupyterLab)
 
-Both draw the model's raw probabilities as outlines and the distribution a token is
-drawn from after the rules (``surviving``, the sampler's) as solid bars; trimmed
-characters are grey. The live one computes with ``shakespeare_lm.decoding`` and samples
-with ``slm.generate``. The static one offers a handful of contexts, a few temperatures and
-no rule or one rule at one of a few settings; the distribution of every combination is
-computed here and stored in the figure, which only looks it up (``lookup_transforms``):
-plain Vega-Lite with no rule code, so it draws the same in JupyterLab and on the site.
+Both draw the model's own probabilities (its distribution p, before any rule or penalty)
+as outlines and the distribution a token is drawn from after the rules (``surviving``,
+the sampler's) as solid bars; removed characters are grey. Under the chart, the entropy
+after the rules stands beside the model's own, each named. The live one computes with
+``shakespeare_lm.decoding`` and samples with ``slm.generate``. The static one offers a
+handful of contexts, a few temperatures and no rule or one rule at one of a few settings;
+the distribution of every combination is computed here and stored in the figure, which
+only looks it up (``lookup_transforms``): plain Vega-Lite with no rule code, so it draws
+the same in JupyterLab and on the site.
 The live explorers of the site (``shakespeare_lm.site.live``) draw ``distribution_chart``
 too, from what the page's JavaScript copy of the decoding computes
 (``shakespeare_lm/site/static/decoding.js``).
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import html
 import io
+import json
 from collections.abc import Sequence
 
 import torch
@@ -80,38 +83,48 @@ def surviving(logits: torch.Tensor, **config) -> torch.Tensor:
 
 
 def summarize(logits: torch.Tensor, tok, **config) -> dict:
-    """For one (V,) distribution under the settings: characters kept, entropy in bits and the
-    (at most) five most probable characters that the rules keep, with their probabilities."""
+    """For one (V,) distribution under the settings: characters kept, the entropy in bits
+    after the rules (``entropy_bits``) and of the model's own distribution (``model_bits``,
+    which no setting changes), and the (at most) five most probable characters that the
+    rules keep, with their probabilities."""
     probs = surviving(logits, **config)
     top = torch.sort(probs, descending=True, stable=True)
     kept = int((probs > 0).sum())
     entropy = rules.entropy_bits(probs.log()).item()
+    own = rules.entropy_bits(torch.log_softmax(logits.double(), -1)).item()
     shown = min(5, kept)
     return {"kept": kept, "entropy_bits": round(abs(entropy), 2),
+            "model_bits": round(abs(own), 2),
             "top5": " ".join(f"{tok.chars[i]!r}:{p:.2f}" for p, i in
                              zip(top.values[:shown].tolist(), top.indices[:shown].tolist()))}
 
 
 def plot_distribution(ax, logits: torch.Tensor, tok, title: str = "", **config) -> None:
-    """Bar chart on a matplotlib axis: raw probability as outline, surviving as solid bars,
-    trimmed characters grey; characters in order of raw probability."""
+    """Bar chart on a matplotlib axis: the model's own probability as an outline, what the
+    rules leave as solid bars, removed characters grey; characters in the order of the
+    model's own probability. The colours and names are ``distribution_chart``'s."""
+    from matplotlib.patches import Patch
+
     raw = torch.softmax(logits.double(), -1)
     final = surviving(logits.double(), **config)
     order = torch.sort(raw, descending=True, stable=True).indices.tolist()
     x = range(len(order))
     trimmed = [final[i] == 0 for i in order]
-    ax.bar(x, [final[i].item() for i in order], width=0.8, color="#1f77b4", alpha=0.85,
-           label="after the rules (renormalised)")
+    ax.bar(x, [final[i].item() for i in order], width=0.8, color=style.PALETTE[0],
+           label=FINAL)
     ax.bar(x, [raw[i].item() for i in order], width=0.8, fill=False,
-           edgecolor=["#bbbbbb" if t else "#333333" for t in trimmed], label="model, raw")
+           edgecolor=[style.MUTED if t else style.INK for t in trimmed], label=RAW)
     ax.set_xticks(list(x), [char_label(tok.chars[i]) for i in order], fontsize=9,
                   family="monospace")
     for label, t in zip(ax.get_xticklabels(), trimmed):
-        label.set_color("#bbbbbb" if t else "#222222")
+        label.set_color(style.MUTED if t else style.INK)
     ax.set_xlim(-0.6, len(order) - 0.4)
     ax.set_ylabel("probability")
     ax.set_title(title, fontsize=10)
-    ax.legend(loc="upper right", fontsize=9, frameon=False)
+    handles = [Patch(color=style.PALETTE[0], label=FINAL),
+               Patch(fill=False, edgecolor=style.INK, label=RAW),
+               Patch(fill=False, edgecolor=style.MUTED, label=REMOVED)]
+    ax.legend(handles=handles, loc="upper right", fontsize=9, frameon=False)
 
 
 # --- kernel-free explorer -------------------------------------------------------------
@@ -208,16 +221,25 @@ def explorer_data(model, tok, contexts: dict[str, str] | None = None) -> dict:
     return out
 
 
-FINAL, RAW = "after the rules (renormalised)", "model, raw"
+# The chart's names: "the model's own" is p, the model's distribution before any rule or
+# penalty (never anything else); what the rules and penalties leave is "after the rules".
+FINAL, RAW = "after the rules (renormalised)", "the model's own"
+REMOVED = "removed by the rules"
+
+
+def _quote(text: str) -> str:
+    """``text`` as a string literal of a Vega expression (an apostrophe needs no escape)."""
+    return json.dumps(text)
 
 
 def _bars(width: int, height: int):
-    """Per character (in order of raw probability, ``r0``) the raw probability ``raw_p`` as
-    an outline (grey where the rules removed it: ``kept`` false), the final one ``pf`` solid."""
+    """Per character (in the order of the model's own probability, ``r0``) the model's own
+    probability ``raw_p`` as an outline (grey where the rules removed the character: ``kept``
+    false), the one after the rules ``pf`` solid."""
     import altair as alt
 
     series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(
-        domain=[FINAL, RAW], range=[style.PALETTE[0], style.INK]))
+        domain=[FINAL, RAW, REMOVED], range=[style.PALETTE[0], style.INK, style.MUTED]))
     colour = alt.condition("datum.series == 'raw_p' && !datum.kept",
                            alt.value(style.MUTED), series)
     axis = alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
@@ -230,7 +252,7 @@ def _bars(width: int, height: int):
                        alt.Tooltip("raw_p:Q", title=RAW, format=".4f"),
                        alt.Tooltip("pf:Q", title=FINAL, format=".4f")]}
     base = (alt.Chart().transform_fold(["raw_p", "pf"], as_=["series", "prob"])
-            .transform_calculate(sname=f"datum.series == 'pf' ? '{FINAL}' : '{RAW}'")
+            .transform_calculate(sname=f"datum.series == 'pf' ? {_quote(FINAL)} : {_quote(RAW)}")
             .encode(**enc))
     solid = base.mark_bar().transform_filter("datum.series == 'pf'")
     outline = base.mark_bar(filled=False, strokeWidth=1.2).transform_filter(
@@ -239,9 +261,11 @@ def _bars(width: int, height: int):
 
 
 def summary_transforms() -> list[dict]:
-    """From the rows of one distribution, one row (the most probable character now, ties to
-    the lower ``r0``) with ``n_kept`` and ``n`` characters, ``mass`` (raw probability kept),
-    ``raw_bits`` (the raw entropy) and ``best``, its probability."""
+    """From the rows of one distribution, one row (the most probable character after the
+    rules, ties to the lower ``r0``) with ``n_kept`` and ``n`` characters, ``mass`` (the
+    model's own probability of the kept ones), ``raw_bits`` (the entropy of the model's own
+    distribution, ``raw_p``: no rule or penalty changes it) and ``best``, its probability
+    after the rules."""
     best_first = [{"field": "pf", "order": "descending"}, {"field": "r0", "order": "ascending"}]
     return [{"calculate": "datum.kept ? 1 : 0", "as": "kept1"},
             {"calculate": "datum.kept ? datum.raw_p : 0", "as": "mass1"},
@@ -256,20 +280,22 @@ def summary_transforms() -> list[dict]:
 
 
 def _summary(width: int):
-    """The caption under the chart, from the rows and their ``bits`` (the final entropy)."""
+    """The caption under the chart, from the rows and their ``bits`` (the entropy after the
+    rules): what the rules kept, both entropies, each named, and the most probable now."""
     import altair as alt
 
     line1 = ("'kept ' + datum.n_kept + ' of ' + datum.n + ' characters, holding ' + "
-             "format(100 * datum.mass, '.1f') + '% of the raw probability;'")
-    line2 = ("'entropy ' + format(datum.bits, '.2f') + ' bits (raw ' + "
-             "format(datum.raw_bits, '.2f') + '); most likely now \u201c' + "
-             "datum.ch + '\u201d at ' + format(datum.best, '.3f')")
+             "format(100 * datum.mass, '.1f') + " + _quote(f"% of {RAW} probability"))
+    line2 = ("'entropy after the rules ' + format(datum.bits, '.2f') + "
+             + _quote(f" bits; {RAW} ") + " + format(datum.raw_bits, '.2f') + ' bits'")
+    line3 = ("'most probable after the rules: \u201c' + datum.ch + '\u201d at ' + "
+             "format(datum.best, '.3f')")
     return (alt.Chart(transform=summary_transforms())
-            .transform_calculate(caption=f"[{line1}, {line2}]")
+            .transform_calculate(caption=f"[{line1}, {line2}, {line3}]")
             .mark_text(align="left", baseline="top", font=style.MONOSPACE,
                        fontSize=style.FONT_SIZES["caption"], lineHeight=CAPTION_LINE_PX)
             .encode(x=alt.value(0), y=alt.value(2), text="caption:N")
-            .properties(width=width, height=2 * CAPTION_LINE_PX + 4))
+            .properties(width=width, height=3 * CAPTION_LINE_PX + 4))
 
 
 def distribution_chart(width: int, height: int, title, data: str):
@@ -279,8 +305,10 @@ def distribution_chart(width: int, height: int, title, data: str):
     ``decoding.js``; the kernel-free explorer looks them up (``StaticChart``)."""
     import altair as alt
 
+    # the legend is the bars' own (resolved independently), so it sits under their title
     bars = _bars(width, height).properties(title=title)
-    return alt.vconcat(bars, _summary(width), data=alt.NamedData(name=data), spacing=6)
+    return alt.vconcat(bars, _summary(width), data=alt.NamedData(name=data),
+                       spacing=6).resolve_legend(color="independent")
 
 
 def lookup_transforms(values: dict[str, str], n_rules: int) -> list[dict]:
@@ -432,8 +460,9 @@ class LiveExplorer:
         try:
             logits = self.logits_for(self.text.value)
             summary = summarize(logits, self.tok, **self.config())
-        except ValueError as e:  # an unknown character, an empty box
+        except ValueError as e:  # an unknown character, an empty box: no stale chart
             self.status.value = _error_html(e)
+            self.chart.value = b""
             return
         fig, ax = plt.subplots(figsize=(9.6, 3.0), dpi=100)
         plot_distribution(ax, logits, self.tok, title="next character", **self.config())
@@ -442,8 +471,9 @@ class LiveExplorer:
         plt.close(fig)
         self.chart.value = buffer.getvalue()
         self.status.value = html.escape(
-            f"kept {summary['kept']} of {self.V} characters, entropy "
-            f"{summary['entropy_bits']:.2f} bits; most probable kept: {summary['top5']}")
+            f"kept {summary['kept']} of {self.V} characters; entropy after the rules "
+            f"{summary['entropy_bits']:.2f} bits, the model's own {summary['model_bits']:.2f}"
+            f" bits; most probable kept: {summary['top5']}")
 
     def extend(self, n: int, stop):
         prompt = self.text.value[-(self.model.config.block_size - n):]

@@ -102,24 +102,42 @@ def truncation_chart() -> dict:
     return _live_spec(chart, {"title": ""}, {"chars": []})
 
 
+STEP_DRAWN_FROM = "the distribution drawn from"
+STEP_DRAWN = "the character drawn"
+STEP_OWN = "the model's own, T = 1"
+
+
 def step_chart() -> dict:
-    """The step explorer's chart: the page puts the 20 most probable next characters in
-    the ``top`` dataset (rows ``{rank, ch, p, drawn}``) and sets ``title``."""
+    """The step explorer's chart: the page puts the model's 20 most probable next characters
+    (and the drawn one, if it is not among them) in the ``top`` dataset, rows ``{rank, ch, p,
+    raw_p, drawn}``: ``p`` the distribution the character was drawn from (after the
+    temperature), ``raw_p`` the model's own; and sets ``title``. ``p`` is drawn as solid bars
+    (the drawn character in its own colour), ``raw_p`` as an outline over them."""
     import altair as alt
 
     from . import style
     from .figures import frame_title
 
-    colour = alt.condition("datum.drawn", alt.value(style.PALETTE[3]),
-                           alt.value(style.PALETTE[0]))
+    scale = alt.Scale(domain=[STEP_DRAWN_FROM, STEP_DRAWN, STEP_OWN],
+                      range=[style.PALETTE[0], style.PALETTE[3], style.INK])
     x = alt.X("ch:N", title=None, sort=alt.EncodingSortField(field="rank", op="min"),
               axis=alt.Axis(labelAngle=0, labelFont=style.MONOSPACE))
-    tooltip = [alt.Tooltip("ch:N", title="character"), alt.Tooltip("p:Q", format=".4f")]
-    chart = (alt.Chart(alt.NamedData(name="top")).mark_bar()
-             .encode(x=x, y=alt.Y("p:Q", title="probability"), color=colour,
-                     tooltip=tooltip)
-             .properties(width=style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, height=200,
-                         title=frame_title({"expr": "title"})))
+    tooltip = [alt.Tooltip("ch:N", title="character"),
+               alt.Tooltip("p:Q", title=STEP_DRAWN_FROM, format=".4f"),
+               alt.Tooltip("raw_p:Q", title=STEP_OWN, format=".4f")]
+    base = alt.Chart(alt.NamedData(name="top")).encode(x=x, tooltip=tooltip)
+    solid = (base.mark_bar()
+             .transform_calculate(what=f"datum.drawn ? {json.dumps(STEP_DRAWN)} : "
+                                       f"{json.dumps(STEP_DRAWN_FROM)}")
+             .encode(y=alt.Y("p:Q", title="probability"),
+                     color=alt.Color("what:N", scale=scale, legend=alt.Legend(title=None))))
+    outline = (base.mark_bar(filled=False, strokeWidth=1.2)
+               .transform_calculate(what=json.dumps(STEP_OWN))
+               .encode(y=alt.Y("raw_p:Q", title="probability"),
+                       color=alt.Color("what:N", scale=scale, legend=alt.Legend(title=None))))
+    chart = alt.layer(solid, outline).properties(
+        width=style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, height=200,
+        title=frame_title({"expr": "title"}))
     return _live_spec(chart, {"title": ""}, {"top": []})
 
 

@@ -255,8 +255,8 @@ def test_explorer_html_loads_the_runtime_only_on_the_site():
     assert 'class="slm-live"' in fragment and '"seed": 3' in fragment
     assert "data-content_root" in fragment and "http" not in fragment
     assert fragment == live_site.explorer_html("step", seed=3)  # stable for nbval
-    with pytest.raises(ValueError, match="kind='beam' is invalid"):
-        live_site.explorer_html("beam")
+    with pytest.raises(ValueError, match="kind='beams' is invalid"):
+        live_site.explorer_html("beams")
 
 
 @pytest.mark.parametrize("page_path", [PAGE] + [p for p, _ in CHAPTER_EXPLORERS])

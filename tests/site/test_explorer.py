@@ -73,8 +73,30 @@ def test_live_explorer_buttons_extend_the_context(model, tok):
     assert tail.value.endswith(f"{added.replace(chr(10), chr(0x23ce) + '<br>')}</b></div>")
     text.value += "I"     # the reader types: nothing is highlighted any more
     assert tail.value == explorer.tail_html(text.value, 0)
+    assert box.children[5].value  # the chart
     text.value = "KATHARINA:\n{"   # not in the vocabulary: an error message, no crash
     assert "not in the vocabulary" in status.value
+    assert box.children[5].value == b""  # and no chart of an earlier context beside it
+
+
+def test_the_models_own_entropy_does_not_move_with_the_settings(model, tok):
+    logits = explorer.next_logits(model, tok, explorer.START_OF_WORD)
+    settings = [{}, {"temperature": 0.5}, {"top_k": 3}, {"temperature": 0}, {"top_p": 0.5}]
+    summaries = [explorer.summarize(logits, tok, **s) for s in settings]
+    assert len({s["model_bits"] for s in summaries}) == 1
+    assert summaries[0]["model_bits"] == summaries[0]["entropy_bits"]  # no rule: the same
+    assert len({s["entropy_bits"] for s in summaries}) == len(settings)
+
+
+def test_the_chart_names_each_colour_and_puts_its_title_above_the_legend():
+    chart = explorer.distribution_chart(400, 200, "a title", "chars").to_dict()
+    assert chart["vconcat"][0]["title"] == "a title"
+    assert chart["resolve"] == {"legend": {"color": "independent"}}  # the legend under it
+    scale = chart["vconcat"][0]["layer"][0]["encoding"]["color"]["scale"]
+    assert scale["domain"] == [explorer.FINAL, "the model's own", "removed by the rules"]
+    grey = chart["vconcat"][0]["layer"][1]["encoding"]["color"]["condition"]["value"]
+    assert scale["range"][2] == grey  # the grey outline is named in the legend
+    assert "raw" not in " ".join(scale["domain"])
 
 
 def test_top_lists_only_the_characters_the_rules_keep(model, tok):

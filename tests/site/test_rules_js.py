@@ -387,6 +387,7 @@ def test_the_kernel_free_explorer_draws_pythons_distribution_in_every_state(figu
               for c in range(len(figure.data["contexts"]))
               for t in range(len(explorer.STATIC_TEMPERATURES)) for r in range(n_rules)]
     pages = vega_pages(figure, states)
+    owns: dict[int, set] = {}
     assert len(pages) == len(states) == len(read_dataset(figure.to_dict(), "states")) > 1000
     for state, page in zip(states, pages):
         logits = figure.data["contexts"][state["context"]]["logits"]
@@ -399,10 +400,18 @@ def test_the_kernel_free_explorer_draws_pythons_distribution_in_every_state(figu
         mass = 100 * torch.softmax(logits, -1)[expected > 0].sum().item()
         shown = float(caption[0].split("holding ")[1].split("%")[0])
         assert abs(shown - mass) <= 0.05 + 0.01, caption  # the sum of 4-digit probabilities
-        assert f"entropy {summary['entropy_bits']:.2f} bits" in caption[1], caption
+        assert caption[1].startswith(
+            f"entropy after the rules {summary['entropy_bits']:.2f} bits; "), caption
+        # the model's own entropy: p's, whatever the temperature and the rule
+        own = float(caption[1].split("the model's own ")[1].split(" bits")[0])
+        exact = -(torch.softmax(logits, -1) * torch.log_softmax(logits, -1)).sum().item()
+        assert abs(own - exact / math.log(2)) <= 0.005 + 1e-9, caption
+        owns.setdefault(state["context"], set()).add(own)
         best = expected.max().item()
-        shown = float(caption[1].rsplit(" at ", 1)[1])
+        assert caption[2].startswith("most probable after the rules: "), caption
+        shown = float(caption[2].rsplit(" at ", 1)[1])
         assert abs(shown - best) <= 0.0005 + 0.5 / explorer.UNITS, caption
+    assert all(len(v) == 1 for v in owns.values()), owns  # it never moves
 
 
 def test_the_kernel_free_explorer_is_plain_vega_lite_with_no_rule_code(figure, tok):
