@@ -26,6 +26,9 @@
     ["top_k", "top-k", 1, "V", 1, "V"], ["top_p", "top-p", 0.01, 1, 0.01, 1],
     ["min_p", "min-p", 0, 1, 0.01, 0], ["typical_p", "typical mass", 0.01, 1, 0.01, 1],
     ["epsilon", "epsilon", 0, 0.1, 0.001, 0], ["eta", "eta", 0, 0.1, 0.001, 0],
+    ["top_n_sigma", "top-n\u03c3 (\u03bd)", 0, 3, 0.05, 0],
+    ["xtc_probability", "XTC probability", 0, 1, 0.05, 0],
+    ["xtc_threshold", "XTC threshold (\u03be)", 0, 0.5, 0.01, 0.1],
     ["repetition_penalty", "repetition penalty", 0.5, 2, 0.05, 1],
     ["frequency_penalty", "frequency penalty", 0, 2, 0.05, 0],
     ["presence_penalty", "presence penalty", 0, 2, 0.05, 0]];
@@ -131,6 +134,7 @@
       var input = inputs[name], v = +input.value;
       if (name === "temperature" || v !== +input.getAttribute("data-off")) s[name] = name === "top_k" ? Math.round(v) : v;
     });
+    if (s.xtc_threshold !== undefined && s.xtc_probability === undefined) delete s.xtc_threshold;  // XTC is off
     return s;
   }
   function busy(ui, on) { ui.sample.disabled = ui.cont.disabled = on; }

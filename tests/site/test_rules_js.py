@@ -195,6 +195,22 @@ def test_js_sampler_with_penalties_and_rules_matches_python():
         assert_same_distribution(js, expected, case)
 
 
+def test_js_top_n_sigma_and_xtc_match_python():
+    """top-nσ on its own, and XTC as the exact mixture over its draw that Sampler.probs
+    gives when no generator is passed, with and without other rules."""
+    settings = ([{"top_n_sigma": n} for n in (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)]
+                + [{"xtc_probability": pr, "xtc_threshold": th}
+                   for pr in (0.0, 0.3, 0.5, 1.0) for th in (0.02, 0.05, 0.1, 0.3, 0.6)]
+                + [{"xtc_probability": 0.5}, {"temperature": 1.5, "top_n_sigma": 1.0, "top_k": 10},
+                   {"temperature": 0.7, "xtc_probability": 0.8, "xtc_threshold": 0.05,
+                    "min_p": 0.02}])
+    cases = [{"program": "probs", "logits": row, "history": [], "settings": s}
+             for row in logit_rows_with_ties() for s in settings]
+    for case, js in zip(cases, run_node(cases)):
+        expected = python_probs(case["logits"], [], case["settings"])
+        assert_same_distribution(js, expected, case["settings"])
+
+
 # --- DecodingConfig's checks: the same messages -----------------------------------------
 NAN, INF = float("nan"), float("inf")
 BAD_SETTINGS = [
@@ -208,6 +224,8 @@ BAD_SETTINGS = [
     {"presence_penalty": [1]}, {"seed": 1.5}, {"seed": "7"}, {"seed": True}, {"stop": ""},
     {"stop": ["\n", ""]}, {"stop": ["\n", 3]}, {"stop": [None]}, {"stop": ["it's \"x\"", ""]},
     {"stop": ["tab\there", "", "\\"]}, {"top_p": 2, "repetition_penalty": 0, "seed": 0.5},
+    {"top_n_sigma": 0}, {"top_n_sigma": -1.5}, {"xtc_probability": 1.5},
+    {"xtc_probability": 0.5, "xtc_threshold": -0.1}, {"xtc_threshold": 0.2},
 ]
 GOOD_SETTINGS = [{}, {"temperature": 0}, {"temperature": None, "top_k": None},
                  {"stop": "ab'c"}, {"stop": ["\n", "xyzzy"]}, {"stop": None},

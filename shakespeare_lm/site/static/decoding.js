@@ -19,10 +19,15 @@ var SlmDecoding = (function () {
                 "no_repeat_ngram_size", "mirostat_tau", "mirostat_eta", "order"];
   var DEFAULTS = { temperature: 1.0, stop: [], mirostat_eta: 0.1, order: "transformers" };
   // DecodingConfig's settings that the browser's sampler does not have (yet): refused
-  var PYTHON_ONLY = FIELDS.slice(12);
+  var PYTHON_ONLY = ["top_h", "dry_multiplier", "dry_base", "dry_allowed_length",
+                     "dry_sequence_breakers", "dry_penalty_last_n", "no_repeat_ngram_size",
+                     "mirostat_tau", "mirostat_eta", "order"];
+  var XTC_THRESHOLD = 0.1;  // rules.DEFAULTS["xtc_threshold"]
   // rules.ORDER: the penalties, then temperature and the truncation rules
   var ORDER = ["repetition_penalty", "frequency_penalty", "presence_penalty", "temperature",
-               "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta"];
+               "top_n_sigma", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta",
+               "xtc_probability"];
+  var PARAMS = ["xtc_threshold"];  // a rule's second setting (XTC's), not a step of its own
 
   // --- messages: values written as Python's repr writes them ---------------------------
   function reprNumber(x) {
@@ -162,6 +167,29 @@ var SlmDecoding = (function () {
     check("eta", eps, isNum(eps) && eps >= 0 && eps < 1, "in [0, 1)");
     return Math.min(eps, Math.sqrt(eps) * Math.exp(-entropyNats(logSoftmax(logits))));
   }
+  /** rules.top_n_sigma: keep logits >= max - n * sigma, sigma over the finite logits. */
+  function topNSigma(logits, n) {
+    check("top_n_sigma", n, isNum(n) && n > 0, "a number > 0 (standard deviations)");
+    var finite = Array.from(logits).filter(function (x) { return isFinite(x); });
+    var mean = finite.reduce(function (a, b) { return a + b; }, 0) / Math.max(finite.length, 1);
+    var sd = Math.sqrt(finite.reduce(function (a, x) { return a + (x - mean) * (x - mean); }, 0)
+                       / Math.max(finite.length, 1));
+    var top = Math.max.apply(null, logits), bound = top - n * sd - TOL;
+    return keepTop(logits, Array.from(logits, function (x) { return x >= bound; }));
+  }
+  /** rules.xtc: when the draw u <= probability and two or more tokens reach the threshold,
+      remove all of those but the least probable of them (ties: lower id first). */
+  function xtc(logits, threshold, probability, u) {
+    check("xtc_threshold", threshold, isNum(threshold) && threshold >= 0 && threshold <= 1, "in [0, 1]");
+    check("xtc_probability", probability, isNum(probability) && probability >= 0 && probability <= 1, "in [0, 1]");
+    if (probability === 0 || threshold > 0.5 || !(u <= probability)) return Array.from(logits);
+    var p = softmax(logits), ids = order(logits, true);
+    var above = ids.filter(function (id) { return p[id] >= threshold - TOL; }).length;
+    if (above < 2) return Array.from(logits);
+    var drop = {};
+    ids.slice(0, above - 1).forEach(function (id) { drop[id] = true; });
+    return Array.from(logits, function (x, i) { return drop[i] ? -Infinity : x; });
+  }
   function eta(logits, eps) {
     var threshold = etaThreshold(logits, eps);
     if (eps === 0) return Array.from(logits);
@@ -198,12 +226,14 @@ var SlmDecoding = (function () {
 
   var PENALTIES = { repetition_penalty: repetitionPenalty, frequency_penalty: frequencyPenalty,
                     presence_penalty: presencePenalty };
-  var TRUNCATIONS = { temperature: temperature, top_k: topK, top_p: topP, min_p: minP,
-                      typical_p: typical, epsilon: epsilon, eta: eta };
+  var TRUNCATIONS = { temperature: temperature, top_n_sigma: topNSigma, top_k: topK, top_p: topP,
+                      min_p: minP, typical_p: typical, epsilon: epsilon, eta: eta };
 
   function given(v) { return v !== null && v !== undefined; }
   function checkNames(settings) {
-    var unknown = Object.keys(settings).filter(function (k) { return ORDER.indexOf(k) < 0; }).sort();
+    var unknown = Object.keys(settings).filter(function (k) {
+      return ORDER.indexOf(k) < 0 && PARAMS.indexOf(k) < 0;
+    }).sort();
     if (unknown.length) throw new TypeError("unknown decoding rule(s) " + repr(unknown) + "; known: " + repr(ORDER));
   }
   /** rules.validate: every setting checked once, with the rule's own message. */
@@ -213,14 +243,21 @@ var SlmDecoding = (function () {
       var value = settings[name];
       if (!given(value)) return;
       if (PENALTIES[name]) PENALTIES[name]([0, 0], [0], value);
-      else if (name === "temperature") {
+      else if (name === "xtc_threshold") {
+        if (!given(settings.xtc_probability)) {
+          throw valueError("xtc_threshold=" + repr(value) + " is set but xtc_probability is not: " +
+                           "set xtc_probability to turn the rule on");
+        }
+      } else if (name === "xtc_probability") {
+        xtc([0, 0], given(settings.xtc_threshold) ? settings.xtc_threshold : XTC_THRESHOLD, value, 1);
+      } else if (name === "temperature") {
         check("temperature", value, isNum(value) && value >= 0, "a number >= 0 (0 means greedy)");
       } else TRUNCATIONS[name]([0, 0], value);
     });
   }
   /** rules.compose: every given rule applied to logits (V) in ORDER; null (or temperature 0,
       greedy) skips a rule; `history` (the ids so far) is what the penalties count. */
-  function compose(logits, history, settings) {
+  function compose(logits, history, settings, u) {
     checkNames(settings);
     var out = Array.from(logits);
     ORDER.forEach(function (name) {
@@ -229,6 +266,9 @@ var SlmDecoding = (function () {
       if (PENALTIES[name]) {
         if (!given(history)) throw valueError(name + " needs the history of token ids (history=None given)");
         if (history.length > 0) out = PENALTIES[name](out, history, value);
+      } else if (name === "xtc_probability") {
+        if (!given(u)) throw valueError("xtc_probability needs one uniform draw per row (xtc_u=None given)");
+        out = xtc(out, given(settings.xtc_threshold) ? settings.xtc_threshold : XTC_THRESHOLD, value, u);
       } else out = TRUNCATIONS[name](out, value);
     });
     return out;
@@ -265,7 +305,7 @@ var SlmDecoding = (function () {
       }
     });
     var rules = {};
-    ORDER.forEach(function (name) { rules[name] = cfg[name]; });
+    ORDER.concat(PARAMS).forEach(function (name) { rules[name] = cfg[name]; });
     validate(rules);
     if (given(cfg.seed) && !Number.isInteger(cfg.seed)) {
       throw valueError("seed=" + repr(cfg.seed) + " is invalid: seed must be an integer or None");
@@ -285,6 +325,7 @@ var SlmDecoding = (function () {
     var out = {};
     if (isGreedy(cfg)) return out;
     ORDER.slice(3).forEach(function (n) { if (given(cfg[n])) out[n] = cfg[n]; });
+    if (given(out.xtc_probability) && given(cfg.xtc_threshold)) out.xtc_threshold = cfg.xtc_threshold;
     if (out.temperature === 1) delete out.temperature;  // dividing by 1 changes nothing
     return out;
   }
@@ -292,10 +333,15 @@ var SlmDecoding = (function () {
   // --- the sampler (Sampler of sampler.py, without constraints) ----------------------------
   /** Sampler.shape: the penalties (they count `history`), then unless greedy temperature and
       truncation: the logits (V) a token is chosen from. */
-  function shape(logits, history, cfg) {
+  function shape(logits, history, cfg, random) {
     var p = penalties(cfg), t = truncation(cfg);
     var out = Object.keys(p).length ? compose(logits, history, p) : Array.from(logits);
-    return Object.keys(t).length ? compose(out, null, t) : out;
+    if (!Object.keys(t).length) return out;
+    if (!given(t.xtc_probability)) return compose(out, null, t);
+    if (random) return compose(out, null, t, random());  // XTC's draw, then the token's
+    // no draw asked for: the exact distribution over both outcomes, as Sampler.shape gives it
+    var pi = t.xtc_probability, cut = softmax(compose(out, null, t, 0)), whole = softmax(compose(out, null, t, 2));
+    return cut.map(function (c, i) { return Math.log(pi * c + (1 - pi) * whole[i]); });
   }
   /** Sampler.distribution: shaped logits -> the probabilities drawn from (one-hot when greedy). */
   function distribution(shaped, cfg) {
@@ -428,7 +474,7 @@ var SlmDecoding = (function () {
   Generation.prototype.push = function (logits) {
     var history = this.context();
     if (history === null) throw new Error("the generation has ended (" + this.stopReason + ")");
-    var shaped = shape(logits, history, this.cfg), id = choose(shaped, this.cfg, this.random);
+    var shaped = shape(logits, history, this.cfg, this.random), id = choose(shaped, this.cfg, this.random);
     this.ids.push(id);
     this.logprobs.push(logSoftmax(logits)[id]);
     this.text += this.chars[id];
@@ -442,7 +488,7 @@ var SlmDecoding = (function () {
   return {
     TOL: TOL, FIELDS: FIELDS, ORDER: ORDER, repr: repr, valueError: valueError,
     logSoftmax: logSoftmax, softmax: softmax, entropyBits: entropyBits, argmax: argmax, order: order,
-    temperature: temperature, top_k: topK, top_p: topP, min_p: minP, typical_p: typical,
+    temperature: temperature, top_n_sigma: topNSigma, xtc: xtc, top_k: topK, top_p: topP, min_p: minP, typical_p: typical,
     epsilon: epsilon, eta: eta, eta_threshold: etaThreshold,
     counts: counts, repetition_penalty: repetitionPenalty, frequency_penalty: frequencyPenalty,
     presence_penalty: presencePenalty, validate: validate, compose: compose,
