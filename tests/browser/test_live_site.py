@@ -201,7 +201,9 @@ def test_the_truncation_explorer_offers_every_setting_up_to_the_vocabulary(live,
     live.page.wait_for_function(ready, timeout=30000)
     box = live.page.locator(".slm-live[data-kind='truncation']")
     names = box.locator("input[type='range']").evaluate_all("xs => xs.map(x => x.dataset.name)")
-    assert names == [f.name for f in fields(DecodingConfig)][:10]  # every rule and penalty
+    known = [f.name for f in fields(DecodingConfig)]
+    # every rule, the two of today's samplers the browser has, then the penalties
+    assert names == known[:7] + ["top_n_sigma", "xtc_probability", "xtc_threshold"] + known[7:10]
     top_k = box.locator("input[data-name='top_k']")
     assert top_k.get_attribute("max") == str(tok.vocab_size) == top_k.get_attribute("value")
     assert live.page.evaluate("slm.config.vocab_size") == tok.vocab_size
