@@ -36,7 +36,7 @@ from ..timing import benchmark
 from ..weights import load_pretrained
 
 from .svg import (COLOUR, OUT_DIR, SVG_RC, TEXT, VISIBLE, WIDTH_PX, Canvas,  # noqa: F401
-                  save_svg, signed, svg_description, tint, visible)
+                  save_all, save_svg, signed, svg_description, tint, visible)
 
 BEAM_PROMPT = BENCH_PROMPT   # the running example: "KATHARINA:\nMoved! in good time: "
 NODE_W = 86                  # a tree node's width in pixels
@@ -722,11 +722,7 @@ def write_all(out_dir: Path = OUT_DIR,
             "continuous_batching.svg": (continuous_batching_figure(
                 batching_schedules(load_heldout())), {"seed": BATCH_SEED}),
         }
-    paths = []
-    for name, (canvas, description) in drawn.items():
-        paths.append(Path(out_dir) / name)
-        save_svg(canvas, paths[-1], alt[name], description)
-    return paths + write_chapters(out_dir)
+    return save_all(drawn, alt, out_dir) + write_chapters(out_dir)
 
 
 def write_chapters(out_dir: Path = OUT_DIR) -> list[Path]:

@@ -9,13 +9,12 @@ shipped model's preset; nothing else is measured.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import matplotlib
 
 from ..model import PRESETS
-from .svg import COLOUR, OUT_DIR, SVG_RC, Canvas, save_svg, tint
+from .svg import redraw_command, COLOUR, OUT_DIR, SVG_RC, Canvas, save_svg, tint
 
 INPUT = (tint(COLOUR["sky"], 0.35), COLOUR["blue"])        # fill, edge: tokens read
 STACK = (tint(COLOUR["orange"], 0.35), COLOUR["vermillion"])  # layers
@@ -101,10 +100,7 @@ def write(out_dir: Path = OUT_DIR) -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Redraw chapter 1's diagram as SVG.")
-    parser.add_argument("--out", type=Path, default=OUT_DIR,
-                        help="folder for the SVG (default: notebooks/diagrams)")
-    print(write(parser.parse_args(argv).out))
+    redraw_command(write, "chapter 1's diagram", argv)
 
 
 if __name__ == "__main__":

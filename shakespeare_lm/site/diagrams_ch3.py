@@ -14,7 +14,6 @@ same context.
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import torch
 
 from ..decoding import rules
 from ..weights import load_pretrained
-from .svg import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
+from .svg import redraw_command, save_all, COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, tint, visible
 from .explorer import START_OF_WORD, next_logits
 
 # --- 1. truncation: keep a set S, zero the rest, renormalise -----------------------------
@@ -234,20 +233,11 @@ def write_ch3(out_dir: Path = OUT_DIR) -> list[Path]:
                                   {"context": pipe.context,
                                    "settings": PIPELINE_SETTINGS}),
         }
-    paths = []
-    for name, (canvas, description) in drawn.items():
-        paths.append(Path(out_dir) / name)
-        save_svg(canvas, paths[-1], alt[name], description)
-    return paths
+    return save_all(drawn, alt, out_dir)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Redraw chapter 3's diagrams as SVG.")
-    parser.add_argument("--out", type=Path, default=OUT_DIR,
-                        help="folder for the SVGs (default: notebooks/diagrams)")
-    args = parser.parse_args(argv)
-    for path in write_ch3(args.out):
-        print(path)
+    redraw_command(write_ch3, "chapter 3's diagrams", argv)
 
 
 if __name__ == "__main__":

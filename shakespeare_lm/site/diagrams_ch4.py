@@ -15,7 +15,6 @@ are the first words of the hottest temperature's samples missing from the traini
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import matplotlib
 from ..analysis import experiment, metrics
 from ..corpus import load_train
 from ..weights import load_pretrained
-from .svg import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
+from .svg import redraw_command, COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
 
 NAME = "quality_likelihood.svg"
 RULE = (tint(COLOUR["sky"], 0.18), COLOUR["blue"])   # the rule's boxes: fill, edge
@@ -213,12 +212,7 @@ def write_all(out_dir: Path = OUT_DIR) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Redraw chapter 4's diagram as SVG.")
-    parser.add_argument("--out", type=Path, default=OUT_DIR,
-                        help="folder for the SVG (default: notebooks/diagrams)")
-    args = parser.parse_args(argv)
-    for path in write_all(args.out):
-        print(path)
+    redraw_command(write_all, "chapter 4's diagram", argv)
 
 
 if __name__ == "__main__":

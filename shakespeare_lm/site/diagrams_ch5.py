@@ -17,7 +17,6 @@ model's probabilities at its one branch.
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +29,7 @@ from ..corpus import load_heldout
 from ..decoding.automata import ChoiceConstraint, RegexConstraint
 from ..decoding.schema import schema_to_regex
 from ..weights import load_pretrained
-from .svg import COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg, tint, visible
+from .svg import redraw_command, save_all, COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, tint, visible
 
 # --- the running example ---------------------------------------------------------------
 SCENE_FIRST = "BIANCA:\nGood sister, wrong me not"
@@ -278,20 +277,11 @@ def write_ch5(out_dir: Path = OUT_DIR) -> list[Path]:
             "schema_automaton.svg": (schema_automaton_figure(schema),
                                      {"schema": SCHEMA, "table": TABLE}),
         }
-    paths = []
-    for name, (canvas, description) in drawn.items():
-        paths.append(Path(out_dir) / name)
-        save_svg(canvas, paths[-1], alt[name], description)
-    return paths
+    return save_all(drawn, alt, out_dir)
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="Redraw chapter 5's diagrams as SVG.")
-    parser.add_argument("--out", type=Path, default=OUT_DIR,
-                        help="folder for the SVGs (default: notebooks/diagrams)")
-    args = parser.parse_args(argv)
-    for path in write_ch5(args.out):
-        print(path)
+    redraw_command(write_ch5, "chapter 5's diagrams", argv)
 
 
 if __name__ == "__main__":

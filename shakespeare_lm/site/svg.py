@@ -5,6 +5,7 @@ coordinates are SVG pixels, and byte-stable SVG files that carry their own descr
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import re
@@ -113,3 +114,25 @@ def svg_description(path: Path) -> dict:
 
 
 # --- 1. the beam-search tree ----------------------------------------------------------
+
+
+def save_all(drawn: dict, alt: dict, out_dir: Path) -> list[Path]:
+    """Save each ``name: (canvas, description)`` of ``drawn`` into ``out_dir`` with its alt
+    text ``alt[name]``; the paths written, in order."""
+    paths = []
+    for name, (canvas, description) in drawn.items():
+        paths.append(Path(out_dir) / name)
+        save_svg(canvas, paths[-1], alt[name], description)
+    return paths
+
+
+def redraw_command(write, what: str, argv: list[str] | None = None) -> None:
+    """The command line of a diagrams module: ``--out`` a folder, ``write(out)`` the
+    diagrams into it, and print the paths written."""
+    parser = argparse.ArgumentParser(description=f"Redraw {what} as SVG.")
+    parser.add_argument("--out", type=Path, default=OUT_DIR,
+                        help="folder for the SVGs (default: notebooks/diagrams)")
+    written = write(parser.parse_args(argv).out)
+    for path in written if isinstance(written, list) else [written]:
+        print(path)
+
