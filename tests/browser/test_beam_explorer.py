@@ -21,7 +21,7 @@ import pytest
 import shakespeare_lm as slm
 from shakespeare_lm.decoding import beam
 
-from .test_live_site import LiveVisit
+from .test_live_site import visiting
 from .test_site import SITE, browser, missing, site_url  # noqa: F401  (fixtures)
 
 PAGE = "notebooks/02_greedy_and_beam.html"
@@ -40,14 +40,8 @@ CASES = [
 
 @pytest.fixture(scope="module", params=["file", "served"])
 def page(request, browser):  # noqa: F811
-    if not (SITE / PAGE).exists():
-        missing(f"no {SITE / PAGE}: run `make book` first")
-    url = (SITE / PAGE).as_uri() if request.param == "file" else \
-        f"{request.getfixturevalue('site_url')}/{PAGE}"
-    visit = LiveVisit(browser, url)
-    yield visit.page
-    visit.check_clean()
-    visit.page.close()
+    with visiting(request, browser, PAGE, request.param) as visit:
+        yield visit.page
 
 
 @pytest.fixture(scope="module")

@@ -18,7 +18,7 @@ import pytest
 import shakespeare_lm as slm
 from shakespeare_lm.decoding.scoring import score_continuations
 
-from .test_live_site import HELDOUT, PROMPT, LiveVisit
+from .test_live_site import HELDOUT, PROMPT, visiting
 from .test_site import SITE, browser, missing, site_url  # noqa: F401  (fixtures)
 
 CHAPTER = "notebooks/01_generation_loop.html"
@@ -47,17 +47,12 @@ VISITS = [(p, how) for p in builder_pages() for how in ("file", "served")]
 @pytest.fixture(scope="module", params=VISITS, ids=lambda x: f"{x[0].split('/')[-1]}-{x[1]}")
 def builder(request, browser):  # noqa: F811
     page_path, how = request.param
-    if not (SITE / page_path).exists():
-        missing(f"no {SITE / page_path}: run `make book` first")
-    url = (SITE / page_path).as_uri() if how == "file" else \
-        f"{request.getfixturevalue('site_url')}/{page_path}"
-    visit = LiveVisit(browser, url)
-    visit.page.wait_for_function(f'document.querySelector("{BOX}[data-ready]")', timeout=30000)
-    b = Builder(visit.page)
-    b.idle()
-    yield b
-    visit.check_clean()
-    visit.page.close()
+    with visiting(request, browser, page_path, how) as visit:
+        visit.page.wait_for_function(f'document.querySelector("{BOX}[data-ready]")',
+                                     timeout=30000)
+        b = Builder(visit.page)
+        b.idle()
+        yield b
 
 
 class Builder:

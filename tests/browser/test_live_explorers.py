@@ -21,7 +21,7 @@ import re
 
 import pytest
 
-from .test_live_site import PAGE, LiveVisit
+from .test_live_site import PAGE, visiting
 from .test_site import SITE, browser, missing, site_url  # noqa: F401  (fixtures)
 
 CONTEXT = "KATHARINA:\nMoved! in good time: let him that moved you "
@@ -29,14 +29,8 @@ CONTEXT = "KATHARINA:\nMoved! in good time: let him that moved you "
 
 @pytest.fixture(scope="module", params=["file", "served"])
 def page(request, browser):  # noqa: F811
-    if not (SITE / PAGE).exists():
-        missing(f"no {SITE / PAGE}: run `make book` first")
-    url = (SITE / PAGE).as_uri() if request.param == "file" else \
-        f"{request.getfixturevalue('site_url')}/{PAGE}"
-    visit = LiveVisit(browser, url)
-    yield visit.page
-    visit.check_clean()
-    visit.page.close()
+    with visiting(request, browser, PAGE, request.param) as visit:
+        yield visit.page
 
 
 def explorer(page, kind: str):

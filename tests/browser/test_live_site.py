@@ -10,6 +10,7 @@ Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BRO
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import fields
@@ -53,16 +54,24 @@ class LiveVisit:
 
 @pytest.fixture(scope="module", params=["file", "served"])
 def live(request, browser):  # noqa: F811
-    if not (SITE / PAGE).exists():
-        missing(f"no {SITE / PAGE}: run `make book` first")
-    if request.param == "file":
-        url = (SITE / PAGE).as_uri()
-    else:
-        url = f"{request.getfixturevalue('site_url')}/{PAGE}"
+    with visiting(request, browser, PAGE, request.param) as visit:
+        yield visit
+
+
+@contextlib.contextmanager
+def visiting(request, browser, page_path: str, how: str):  # noqa: F811
+    """A LiveVisit of the built page ``page_path``, opened from disk (``how="file"``) or
+    served (``"served"``); its console must be clean when the block ends."""
+    if not (SITE / page_path).exists():
+        missing(f"no {SITE / page_path}: run `make book` first")
+    url = (SITE / page_path).as_uri() if how == "file" else \
+        f"{request.getfixturevalue('site_url')}/{page_path}"
     visit = LiveVisit(browser, url)
-    yield visit
-    visit.check_clean()
-    visit.page.close()
+    try:
+        yield visit
+        visit.check_clean()
+    finally:
+        visit.page.close()
 
 
 @pytest.fixture(scope="module")
@@ -223,16 +232,8 @@ CHAPTER_EXPLORERS = [("notebooks/01_generation_loop.html", "step"),
 @pytest.mark.parametrize("page_path,kind", CHAPTER_EXPLORERS)
 def test_each_chapter_samples_from_the_live_model_on_the_readers_context(
         request, browser, page_path, kind, how):  # noqa: F811
-    if not (SITE / page_path).exists():
-        missing(f"no {SITE / page_path}: run `make book` first")
-    url = (SITE / page_path).as_uri() if how == "file" else \
-        f"{request.getfixturevalue('site_url')}/{page_path}"
-    visit = LiveVisit(browser, url)
-    try:
+    with visiting(request, browser, page_path, how) as visit:
         sample_on_own_context(visit.page, kind)
-        visit.check_clean()
-    finally:
-        visit.page.close()
 
 
 def sample_on_own_context(page, kind):
