@@ -183,3 +183,79 @@ def machine(threads: int | None = None) -> str:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     threads = torch.get_num_threads() if threads is None else threads
     return f"{threads} thread{'s' if threads != 1 else ''} of a {cores}-core {name}"
+
+
+# --- timings at a reader's speed under the pinned numerics -------------------------------
+# numerics.env's variables: the portable kernels and the one thread that make stored outputs
+# reproduce bit for bit. tests/test_timing.py checks this list against the file.
+PINNED_VARIABLES = ("ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA", "OMP_NUM_THREADS",
+                    "MKL_NUM_THREADS", "NPY_DISABLE_CPU_FEATURES")
+
+
+def pinned() -> bool:
+    """Whether this process runs under any of the pinned numerics (``PINNED_VARIABLES``)."""
+    import os
+
+    return any(name in os.environ for name in PINNED_VARIABLES)
+
+
+def native_environment() -> dict[str, str]:
+    """This process's environment without the pinned numerics, and with the OpenMP wait
+    policy of ``make lab``: what a reader's kernel runs under."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k not in PINNED_VARIABLES}
+    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    return env
+
+
+def natively(fn: Callable, /, *args, **kwargs):
+    """``fn(*args, **kwargs)`` at this machine's native speed: what a timing should measure.
+
+    In a process with native numerics (a reader's JupyterLab kernel) this just calls ``fn``.
+    Under the pinned numerics (``make execute``, nbval), which pay for reproducible bits
+    with portable kernels and one thread, it runs ``fn`` in a fresh Python process with
+    ``native_environment()``: every vectorised kernel and every core. ``fn``, its arguments
+    and its result travel with cloudpickle, so ``fn`` may be a lambda or a function defined
+    in a notebook, and a model may be an argument. What ``fn`` prints is printed here.
+    Use it for timings only: values computed natively can differ from pinned ones in their
+    last bits.
+    """
+    if not pinned():
+        return fn(*args, **kwargs)
+    import subprocess
+    import sys
+    import tempfile
+
+    import cloudpickle
+
+    with tempfile.TemporaryDirectory() as tmp:
+        job, result = f"{tmp}/job.pkl", f"{tmp}/result.pkl"
+        with open(job, "wb") as f:
+            cloudpickle.dump((fn, args, kwargs), f)
+        done = subprocess.run([sys.executable, "-m", "shakespeare_lm.timing", job, result],
+                              env=native_environment(), capture_output=True, text=True)
+        if done.stdout:
+            print(done.stdout, end="")
+        if done.returncode:
+            raise RuntimeError(f"natively({getattr(fn, '__name__', fn)!r}) failed in its native "
+                               f"process (exit code {done.returncode}):\n{done.stderr}")
+        with open(result, "rb") as f:
+            return cloudpickle.load(f)
+
+
+def _run_job(job: str, result: str) -> None:
+    """The native process of ``natively``: run the pickled call, pickle what it returns."""
+    import cloudpickle
+
+    with open(job, "rb") as f:
+        fn, args, kwargs = cloudpickle.load(f)
+    out = fn(*args, **kwargs)
+    with open(result, "wb") as f:
+        cloudpickle.dump(out, f)
+
+
+if __name__ == "__main__":
+    import sys
+
+    _run_job(*sys.argv[1:])

@@ -45,3 +45,39 @@ def test_against_baseline_runs_each_function_beside_its_own_baseline_run():
     assert sorted(pairs[2:]) == [("a", "base"), ("b", "base")]  # pass 2: second
     assert {k: len(v) for k, v in base.items()} == {"a": 2, "b": 2} == {
         k: len(v) for k, v in seconds.items()}
+
+
+def test_the_pinned_variables_are_those_of_numerics_env():
+    """``timing.natively`` drops exactly the numerics that numerics.env pins."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "numerics.env").read_text()
+    names = {line.split("=", 1)[0] for line in text.splitlines()
+             if line and not line.startswith("#")}
+    assert set(timing.PINNED_VARIABLES) == names - {"SLM_PROGRESS"}
+
+
+def test_natively_runs_a_closure_under_native_numerics_when_pinned(monkeypatch):
+    """Under the pinned numerics a call (here a closure over a tensor, as a notebook cell
+    would write it) runs in a fresh process without them, its prints come back and so does
+    its result; with native numerics it runs here."""
+    import os
+
+    import torch
+
+    weights = torch.arange(6.0)
+    probe = lambda scale: (os.environ.get("ATEN_CPU_CAPABILITY"), os.getpid(),
+                           print("hello from", "the native process") or weights * scale)
+    monkeypatch.setenv("ATEN_CPU_CAPABILITY", "default")
+    capability, pid, out = timing.natively(probe, 2)
+    assert capability is None and pid != os.getpid() and torch.equal(out, weights * 2)
+    for name in timing.PINNED_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    capability, pid, out = timing.natively(probe, scale=3)
+    assert pid == os.getpid() and torch.equal(out, weights * 3)
+
+
+def test_natively_reports_the_native_process_error(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        timing.natively(lambda: 1 / 0)
