@@ -11,6 +11,7 @@ spread as well.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 
 from ..decoding.generate import generate
@@ -45,7 +46,8 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
                       ngram_orders: tuple[int, ...] = NGRAM_ORDERS,
                       drafts: dict | None = None, heads=None,
                       keep_stats: bool = False, confirm: int = 0,
-                      confirm_repeats: int = 15, paired: bool = True) -> dict:
+                      confirm_repeats: int = 15, paired: bool = True,
+                      fresh: bool = True) -> dict:
     """Wall-clock speedup of speculative decoding over plain decoding (``generate``) of the
     same target at batch 1, per draft and gamma, both sliding their context window.
 
@@ -61,20 +63,33 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     the median's 95% interval, ``timing.paired_ratio``; whether to trust it; acceptance
     overall and per slot; tokens per pass measured and predicted; the draft cost ratio),
     and the best row (the fastest trustworthy one, else the fastest). ``keep_stats=True``
-    adds "stats": (draft, gamma) -> the warm-up's ``SpeculativeStats`` (timed runs repeat it).
+    adds "stats": (draft, gamma) -> the warm-up's ``SpeculativeStats``.
+
+    Unseen text (``fresh=True``): the first run (a setting's warm-up, which the stats come
+    from) uses ``seed``; every later run, plain or speculative, takes the next seed, and a
+    draft with ``forget()`` (the n-grams) drops what earlier runs taught it before each run,
+    so every timed run writes text nothing has seen. ``fresh=False`` replays ``seed`` with
+    whatever the draft remembers: the figure for a text generated twice.
     """
     device = model_device(target)
     if drafts is None:
         drafts = default_drafts(draft_model, tok, heads, ngram_orders)
     drafts = {name: as_draft(d, target) for name, d in drafts.items()}
-    kw = dict(temperature=temperature, seed=seed, context_overflow="slide")
+    kw = dict(temperature=temperature, context_overflow="slide")
+    seeds = _Seeds(seed, fresh)
+
+    def spec(name, d, g):
+        if fresh and hasattr(d, "forget"):
+            d.forget()  # nothing a drafted text taught it is remembered
+        return speculative_decode(target, d, tok, prompt, new_tokens, g,
+                                  seed=seeds((name, g)), **kw)
+
     runs = {}
     for name, d in drafts.items():
         cap = getattr(d, "max_gamma", None)  # draft heads propose one character per head
         for g in gammas if cap is None else sorted({min(g, cap) for g in gammas}):
-            runs[name, g] = (lambda d=d, g=g:
-                             speculative_decode(target, d, tok, prompt, new_tokens, g, **kw))
-    baseline = lambda: generate(target, tok, prompt, new_tokens, **kw)
+            runs[name, g] = lambda name=name, d=d, g=g: spec(name, d, g)
+    baseline = lambda: generate(target, tok, prompt, new_tokens, seed=seeds("plain"), **kw)
     base, seconds, first, plain = _timed(baseline, runs, repeats, device, paired)
     rows = [_row(name, g, base[name, g], seconds[name, g], first[name, g].stats)
             for name, g in seconds]
@@ -98,6 +113,21 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     if keep_stats:
         out["stats"] = {key: first[key].stats for key in seconds}
     return out
+
+
+class _Seeds:
+    """The seed of each run: ``seed`` for a setting's first run (its warm-up), and then,
+    when ``fresh``, a new seed for every run; otherwise ``seed`` again."""
+
+    def __init__(self, seed: int, fresh: bool):
+        self.seed, self.fresh, self.seen = seed, fresh, set()
+        self.new = itertools.count(seed + 1)
+
+    def __call__(self, key) -> int:
+        if key not in self.seen:
+            self.seen.add(key)
+            return self.seed
+        return next(self.new) if self.fresh else self.seed
 
 
 def _timed(baseline, runs: dict, repeats: int, device, paired: bool):

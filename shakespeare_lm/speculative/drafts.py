@@ -183,6 +183,12 @@ class NGramDraft:
             self._logits[ctx] = out
         return out
 
+    def forget(self) -> None:
+        """Drop every remembered distribution: the next lookups cost what they cost on text
+        this draft has never seen (the bench calls this before each timed run)."""
+        self._memo.clear()
+        self._logits.clear()
+
     def start(self, ids: list[int], max_len: int) -> None:
         pass
 

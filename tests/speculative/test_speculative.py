@@ -292,6 +292,42 @@ def test_bench_keep_stats_gives_each_row_the_stats_of_its_run(tiny, tok, draft_m
                                       seed=0, context_overflow="slide").stats
         assert again.tokens_per_round == st.tokens_per_round  # the same run, repeated
 
+@pytest.mark.parametrize("fresh", [True, False])
+def test_the_bench_times_unseen_text(tiny, tok, monkeypatch, fresh):
+    """Each setting's first run (its warm-up, which its stats come from) uses the given
+    seed; with ``fresh`` every later run, plain or speculative, takes a seed no run used
+    before, and the n-gram forgets what earlier runs taught it before each run. Without it,
+    every run replays the seed with the n-gram's memory intact."""
+    from shakespeare_lm.speculative import benchmark
+
+    ngram = sp.NGramDraft(tok, order=3, text=TRAIN_FILE.read_text()[:20_000])
+    calls = []
+    real_spec, real_plain = benchmark.speculative_decode, benchmark.generate
+
+    def spec(*args, seed, **kw):
+        calls.append(("spec", seed, len(ngram._memo)))
+        return real_spec(*args, seed=seed, **kw)
+
+    def plain(*args, seed, **kw):
+        calls.append(("plain", seed, None))
+        return real_plain(*args, seed=seed, **kw)
+
+    monkeypatch.setattr(benchmark, "speculative_decode", spec)
+    monkeypatch.setattr(benchmark, "generate", plain)
+    sp.bench_speculative(tiny, None, tok, new_tokens=10, gammas=(2,), repeats=3,
+                         drafts={"3-gram": ngram}, seed=5, fresh=fresh)
+    warm_plain, warm_spec, timed = calls[0], calls[1], calls[2:]
+    assert warm_plain[:2] == ("plain", 5) and warm_spec[:2] == ("spec", 5)
+    assert len(timed) == 6
+    seeds = [c[1] for c in timed]
+    if fresh:
+        assert sorted(seeds) == list(range(6, 12))       # every timed run: a new seed
+        assert all(c[2] == 0 for c in timed if c[0] == "spec")  # and a draft that forgot
+    else:
+        assert seeds == [5] * 6
+        assert all(c[2] > 0 for c in timed if c[0] == "spec")
+
+
 # --- constraints ----------------------------------------------------------------------
 @pytest.mark.parametrize("make", [
     lambda tok: slm.RegexConstraint(r"[A-Z]+:\n[a-z ]{3,12}\.", tok),
