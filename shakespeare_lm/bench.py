@@ -1,14 +1,20 @@
-"""Benchmarks: ``python -m shakespeare_lm.bench [--device cuda] [--quick]``.
+"""Benchmarks: ``python -m shakespeare_lm.bench [--device cuda] [--quick] [--headline]``.
 
 Every number is measured in this run, on the shipped model, after a warm-up, with
 ``shakespeare_lm.timing`` (CUDA events on a GPU, perf_counter on the CPU); ratios compare
 measurements taken side by side. Speed lives here, never in the tests.
+
+The run ends with the headline figures (``--headline``: only those), each the median of
+ratios of runs timed in pairs, with the 95% interval of that median: speculative decoding
+on unseen text and on a replayed one, ours against transformers per token, the batch-256
+decode against the matmul peak, and the batch-1 step against its bandwidth bound.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
+import statistics
 import sys
 
 import torch
@@ -17,12 +23,13 @@ from . import cost as roofline
 from .decoding.beam import bench_beam_vs_naive
 from .decoding.generate import generate
 from .interop import bench_peers
-from .speculative import SPREAD_LIMIT, bench_speculative
+from .speculative import BENCH_PROMPT, SPREAD_LIMIT, bench_speculative
 from .speculative.heads import HEADS_FILE, load_heads
-from .timing import benchmark, model_device, write_json
+from .timing import against_baseline, benchmark, model_device, paired_ratio, write_json
 from .weights import load_pretrained
 
 PROMPT = "KATHARINA:\nMoved! in good time: "
+PEER_PROMPT = BENCH_PROMPT  # 55 characters: 190 more still fit transformers' 256-slot window
 
 
 def _prompts(n: int, length: int = 64) -> list[str]:
@@ -61,13 +68,6 @@ def batch_throughput(model, tok, batches=(1, 64, 256), new_tokens: int = 128) ->
     return out
 
 
-def achieved_flops(model, batch: int, tokens_per_s: float, context: int) -> float:
-    """FLOP/s implied by a decode rate at a mean context length (``cost.roofline.pass_flops``)."""
-    spec = roofline.ModelSpec.from_model(model)
-    per_token = roofline.pass_flops(spec, tokens=1, batch=1, context=context)
-    return per_token * tokens_per_s
-
-
 def prefill_throughput(model, tok, batch: int = 64) -> dict:
     """Prompt tokens per second for a batch of full-context prompts."""
     from .decoding.generate import prefill
@@ -103,21 +103,14 @@ def throughput_text(thr: dict) -> str:
     return "\n".join(lines)
 
 
-def roofline_text(rf: dict) -> str:
-    flops, peak = rf["achieved_flops"], rf["matmul_peak_flops"]
-    return (f"\n3. achieved FLOP/s at batch {rf['best_batch']}: {flops / 1e9:.2f} GFLOP/s = "
-            f"{flops / peak:.1%} of this machine's measured matmul peak ({peak / 1e9:.1f} GFLOP/s; "
-            f"measured bandwidth {rf['bandwidth_bytes_per_s'] / 1e9:.1f} GB/s)")
-
-
 def prefill_text(pf: dict, decode_tokens_per_s: float) -> str:
-    return (f"\n4. prefill: {pf['tokens_per_s']:,.0f} prompt tokens/s (batch {pf['batch']} x "
+    return (f"\n3. prefill: {pf['tokens_per_s']:,.0f} prompt tokens/s (batch {pf['batch']} x "
             f"{pf['prompt_len']} characters), {pf['tokens_per_s'] / decode_tokens_per_s:.0f}x "
             "batch-1 decode")
 
 
 def beam_text(bm: dict) -> str:
-    return (f"\n5. beam search k={bm['beam_width']} over {bm['new_tokens']} characters: "
+    return (f"\n4. beam search k={bm['beam_width']} over {bm['new_tokens']} characters: "
             f"batched on the KV cache {bm['cached_s']:.2f} s, "
             f"naive (k full forward passes per step) {bm['naive_s']:.2f} s "
             f"-> {bm['speedup']:.1f}x faster (same text: {bm['same_text']})")
@@ -125,7 +118,7 @@ def beam_text(bm: dict) -> str:
 
 def speculative_text(sp: dict) -> str:
     pl = sp["plain_seconds"]
-    lines = [f"\n6. speculative decoding at batch 1, {sp['new_tokens']} characters at "
+    lines = [f"\n5. speculative decoding at batch 1, {sp['new_tokens']} characters at "
              f"T={sp['temperature']:g} (sliding window), {sp['repeats']} interleaved repeats; "
              f"plain KV-cache decoding {sp['plain_tokens_per_s']:.0f} tokens/s (median; "
              f"{1e3 * min(pl):.0f}-{1e3 * max(pl):.0f} ms a run). Each run is paired with its own "
@@ -155,14 +148,154 @@ def speculative_text(sp: dict) -> str:
     return "\n".join(lines)
 
 
-def roofline_section(model, device: str, thr: dict) -> dict:
-    """Achieved FLOP/s at the best batch against this machine's measured matmul peak."""
-    best_b = max(thr, key=lambda b: thr[b]["tokens_per_s"])
-    peak = roofline.measure_matmul_flops(device, repeats=10)  # best of 10
-    bandwidth = roofline.measure_bandwidth(device)
-    flops = achieved_flops(model, best_b, thr[best_b]["tokens_per_s"], context=64 + 64)
-    return {"matmul_peak_flops": peak, "bandwidth_bytes_per_s": bandwidth,
-            "best_batch": best_b, "achieved_flops": flops, "fraction_of_peak": flops / peak}
+# --- the headline figures: each a median of paired ratios with its 95% interval ----------
+HEADLINE_GAMMAS = (4, 8)
+HEADLINE_CHARS = 400  # speculative runs: characters at T = 1, sliding the window
+
+
+def _summary(r: dict, pairs: int) -> dict:
+    """The parts of a ``timing.paired_ratio`` result a headline row prints."""
+    return {"ratio": r["ratio"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+            "pairs": pairs, "trustworthy": r["trustworthy"]}
+
+
+def speculative_headline(model, draft_model, tok, repeats: int = 9,
+                         confirm_repeats: int = 15, new_tokens: int = HEADLINE_CHARS) -> dict:
+    """Speculative against plain decoding on unseen text: every draft of {draft model,
+    4-gram, 6-gram} at every gamma of ``HEADLINE_GAMMAS``, each run beside its own plain run
+    with a new seed and a draft that remembers nothing (``bench_speculative(fresh=True)``);
+    the fastest setting timed again with ``confirm_repeats`` fresh pairs ("cold"), and the
+    same setting with its seed replayed and the n-gram's memory kept ("remembered")."""
+    from .speculative import ModelDraft, NGramDraft
+
+    drafts = {"draft model": ModelDraft(draft_model, name="draft model"),
+              "4-gram": NGramDraft(tok, order=4), "6-gram": NGramDraft(tok, order=6)}
+    kw = dict(new_tokens=new_tokens, temperature=1.0, seed=0)
+    sweep = bench_speculative(model, None, tok, gammas=HEADLINE_GAMMAS, drafts=drafts,
+                              repeats=repeats, confirm=1, confirm_repeats=confirm_repeats, **kw)
+    best = next(r for r in sweep["rows"] if r["confirmed"])
+    name, gamma = best["draft"], best["gamma"]
+    again = bench_speculative(model, None, tok, gammas=(gamma,), drafts={name: drafts[name]},
+                              repeats=confirm_repeats, fresh=False, **kw)["rows"][0]
+    row = lambda r: {**_summary(_ratio_of(r), len(r["all_seconds"])), "draft": r["draft"],
+                     "gamma": r["gamma"], "acceptance_rate": r["acceptance_rate"]}
+    return {"cold": row(best), "remembered": row(again),
+            "sweep": [(r["draft"], r["gamma"], r["speedup"]) for r in sweep["rows"]]}
+
+
+def _ratio_of(row: dict) -> dict:
+    """``paired_ratio`` of a ``bench_speculative`` row (plain seconds over its own)."""
+    return paired_ratio(row["plain_seconds"], row["all_seconds"])
+
+
+def peers_headline(model, tok, new_tokens: int = 190, repeats: int = 15) -> dict:
+    """Ours against transformers' ``generate`` on the same weights, greedy, batch 1: each of
+    our runs beside one of theirs; the ratio is their time over ours (per token alike)."""
+    from .interop.hf import hf_inputs, to_transformers
+
+    device = model_device(model)
+    hf = to_transformers(model)
+    enc = tok.encode(PEER_PROMPT)
+    inputs = {k: v.to(device) for k, v in hf_inputs([enc]).items()}
+    ours = lambda: generate(model, tok, PEER_PROMPT, new_tokens, temperature=0).ids
+    theirs = lambda: hf.generate(**inputs, max_new_tokens=new_tokens, do_sample=False,
+                                 pad_token_id=0)[0, len(enc):].tolist()
+    same = ours() == theirs()
+    base, seconds, _ = against_baseline(theirs, {"ours": ours}, repeats, device)
+    r = paired_ratio(base["ours"], seconds["ours"])
+    return {**_summary(r, repeats), "same_text": same, "new_tokens": new_tokens,
+            "ours_ms": 1e3 * statistics.median(seconds["ours"]) / new_tokens,
+            "theirs_ms": 1e3 * statistics.median(base["ours"]) / new_tokens}
+
+
+def _decode_run(model, tok, prompts: list[str], new_tokens: int, temperature: float = 1.0):
+    """(seconds of the decode steps after the first token, their context lengths)."""
+    t = generate(model, tok, prompts, new_tokens, seed=0, temperature=temperature)[0].timings
+    L = len(prompts[0])
+    return t.decode_s, [L + k - 1 for k in range(1, t.new_tokens)]
+
+
+def flops_headline(model, tok, batch: int = 256, new_tokens: int = 64,
+                   repeats: int = 9) -> dict:
+    """Decode FLOP/s at ``batch`` rows against this CPU's matmul peak, measured in pairs:
+    each repeat times the peak (``measure_matmul_flops``, best of 3) right beside a
+    generation of ``new_tokens`` characters after 64-character prompts. The ratio per pair
+    is (the decode steps' FLOPs / the peak) over their measured time."""
+    spec = roofline.ModelSpec.from_model(model)
+    prompts, device = _prompts(batch), model_device(model)
+    _decode_run(model, tok, prompts, 8)  # warm-up: allocation, first-touch of the cache
+    at_peak, seconds, peaks = [], [], []
+    for _ in range(repeats):
+        peaks.append(roofline.measure_matmul_flops(device, repeats=3))
+        decode_s, contexts = _decode_run(model, tok, prompts, new_tokens)
+        flops = sum(roofline.pass_flops(spec, 1, batch, c) for c in contexts)
+        at_peak.append(flops / peaks[-1])
+        seconds.append(decode_s)
+    r = paired_ratio(at_peak, seconds)  # (seconds at peak) / (seconds taken) = the fraction
+    return {**_summary(r, repeats), "batch": batch, "peak_flops": statistics.median(peaks),
+            "achieved_flops": flops / statistics.median(seconds)}
+
+
+def bandwidth_headline(model, tok, new_tokens: int = 128, repeats: int = 9) -> dict:
+    """A batch-1 decode step against its bandwidth bound: the bytes a step must read (the
+    weights, and the cached keys and values) over this machine's measured memory bandwidth
+    (``measure_bandwidth``, a copy larger than the caches), measured in pairs as above. The
+    ratio is the measured step over the bound: 1 is at the limit."""
+    spec = roofline.ModelSpec.from_model(model)
+    device = model_device(model)
+    _decode_run(model, tok, [PEER_PROMPT], 8, temperature=0)
+    bound_s, seconds, bandwidths = [], [], []
+    for _ in range(repeats):
+        bandwidths.append(roofline.measure_bandwidth(device, repeats=3))
+        decode_s, contexts = _decode_run(model, tok, [PEER_PROMPT], new_tokens, temperature=0)
+        moved = sum(roofline.pass_bytes(spec, 1, 1, c) for c in contexts)
+        bound_s.append(moved / bandwidths[-1])
+        seconds.append(decode_s)
+    r = paired_ratio(seconds, bound_s)  # measured over bound: how far from the limit
+    steps = len(contexts)
+    return {**_summary(r, repeats), "step_ms": 1e3 * statistics.median(seconds) / steps,
+            "bound_ms": 1e3 * statistics.median(bound_s) / steps,
+            "bandwidth": statistics.median(bandwidths), "weight_bytes": spec.weight_bytes}
+
+
+
+def headline_text(h: dict) -> str:
+    """The five headline rows, each with its goal."""
+    def ci(r, unit="x"):
+        fmt = (lambda v: f"{v:.0%}") if unit == "%" else (lambda v: f"{v:.2f}x")
+        flag = "" if r["trustworthy"] else "  (!) interval over 30% of the median"
+        return (f"{fmt(r['ratio'])} [{fmt(r['ci_low'])}-{fmt(r['ci_high'])}], "
+                f"{r['pairs']} pairs{flag}")
+    sp, pe, fl, bw = h["speculative"], h["peers"], h["flops"], h["bandwidth"]
+    cold, warm = sp["cold"], sp["remembered"]
+    gammas = ", ".join(map(str, HEADLINE_GAMMAS))
+    return "\n".join([
+        "\nHeadline figures: each the median of paired ratios [its 95% interval], every pair "
+        "timed side by side in this run",
+        f"  a. speculative vs plain, unseen text, T=1, {HEADLINE_CHARS} characters, best of "
+        f"{{draft model, 4-gram, 6-gram}} x gamma {{{gammas}}}: {cold['draft']} gamma="
+        f"{cold['gamma']} (acceptance {cold['acceptance_rate']:.3f}): {ci(cold)}   goal >= 2.5x",
+        f"  b. the same setting on a replayed text, its lookups remembered: {ci(warm)}",
+        f"  c. ours vs transformers generate, greedy, batch 1, same weights, per token: "
+        f"{ci(pe)} (ours {pe['ours_ms']:.3f} ms, transformers {pe['theirs_ms']:.3f} ms a "
+        f"token; identical text: {pe['same_text']})   goal >= 2x",
+        f"  d. batch-{fl['batch']} decode FLOP/s over the measured matmul peak: {ci(fl, '%')} "
+        f"({fl['achieved_flops'] / 1e9:.1f} of {fl['peak_flops'] / 1e9:.1f} GFLOP/s)   "
+        "goal >= 50%",
+        f"  e. batch-1 decode step over its bandwidth bound (weights {bw['weight_bytes'] / 1e6:.1f}"
+        f" MB and the cached keys and values, at {bw['bandwidth'] / 1e9:.1f} GB/s): {ci(bw)} "
+        f"(step {bw['step_ms']:.3f} ms, bound {bw['bound_ms']:.3f} ms)"])
+
+
+def headline(model, draft_model, tok) -> dict:
+    """Every headline figure, printed as it is measured."""
+    out = {}
+    out["speculative"] = speculative_headline(model, draft_model, tok)
+    out["peers"] = peers_headline(model, tok)
+    out["flops"] = flops_headline(model, tok)
+    out["bandwidth"] = bandwidth_headline(model, tok)
+    print(headline_text(out))
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -170,10 +303,13 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--quick", action="store_true", help="skip the slower comparisons")
     parser.add_argument("--peers", action="store_true",
-                        help="also run the comparison with transformers (section 7)")
+                        help="also run the comparison with transformers (section 6)")
+    parser.add_argument("--headline", action="store_true",
+                        help="only the headline figures (about two minutes)")
     parser.add_argument("--json", help="also write the results to this file")
     args = parser.parse_args(argv)
     model, tok = load_pretrained(device=args.device)
+    draft, _ = load_pretrained("draft", device=args.device)
     results = {"device": args.device, "torch": torch.__version__,
                "threads": torch.get_num_threads(),
                "machine": platform.processor() or platform.machine()}
@@ -182,29 +318,34 @@ def main(argv: list[str] | None = None) -> dict:
     print(f"shakespeare_lm bench on {args.device} ({results['machine']}, "
           f"torch {torch.__version__}, {results['threads']} threads), "
           f"model of {model.num_params():,} parameters")
+    if args.headline:
+        results["headline"] = headline(model, draft, tok)
+        return _finish(args, results)
     results["kv_cache_vs_recompute"] = kv = kv_cache_vs_recompute(model, tok)
     print(kv_text(kv))
     results["batch_throughput"] = thr = batch_throughput(model, tok)
     print(throughput_text(thr))
-    results["roofline"] = roofline_section(model, args.device, thr)
-    print(roofline_text(results["roofline"]))
     results["prefill"] = pf = prefill_throughput(model, tok)
     print(prefill_text(pf, thr[1]["tokens_per_s"]))
     if not args.quick:
         results["beam_vs_naive"] = bm = bench_beam_vs_naive(model, tok)
         print(beam_text(bm))
-        draft, _ = load_pretrained("draft", device=args.device)
         heads = load_heads(model) if HEADS_FILE.exists() else None
         results["speculative"] = sp = bench_speculative(model, draft, tok, heads=heads,
                                                         confirm=2)
         print(speculative_text(sp))
         if args.peers:
-            print("\n7. ours vs transformers on the same weights "
+            print("\n6. ours vs transformers on the same weights "
                   "(python -m shakespeare_lm.interop.bench_peers):")
             results["peers"] = bench_peers.main(["--device", args.device])
         else:
-            print("\n7. ours vs transformers on the same weights: run with --peers, or "
+            print("\n6. ours vs transformers on the same weights: run with --peers, or "
                   "python -m shakespeare_lm.interop.bench_peers")
+    results["headline"] = headline(model, draft, tok)
+    return _finish(args, results)
+
+
+def _finish(args, results: dict) -> dict:
     if args.json:
         write_json(args.json, results)
     return results
