@@ -298,18 +298,24 @@ class Block(nn.Module):
     def lean(self, x, attend: Attend | None = None):
         """``forward`` in eval mode, op for op (the same kernels, so the same bits), without
         calling a submodule: no dropout, no per-module dispatch. ``Transformer.forward``
-        takes this path when no hook is registered (``Transformer.lean_ok``)."""
-        a, m = self.attn, self.mlp
-        h = _layer_norm(self.ln1, x)
-        x = x + F.linear(a.mix(F.linear(h, a.qkv.weight, a.qkv.bias), attend),
-                         a.proj.weight, a.proj.bias)
-        h = F.gelu(F.linear(_layer_norm(self.ln2, x), m.fc.weight, m.fc.bias))
-        return x + F.linear(h, m.proj.weight, m.proj.bias)
+        takes this path when no hook is registered (``Transformer.lean_ok``). Weights are
+        read from each module's own registries (``_modules``, ``_parameters``), which always
+        hold the current ones, without ``nn.Module.__getattr__``'s cost per access."""
+        mods = self._modules
+        attn, mlp = mods["attn"], mods["mlp"]
+        qkv, proj = attn._modules["qkv"]._parameters, attn._modules["proj"]._parameters
+        fc, out = mlp._modules["fc"]._parameters, mlp._modules["proj"]._parameters
+        h = _layer_norm(mods["ln1"], x)
+        x = x + F.linear(attn.mix(F.linear(h, qkv["weight"], qkv["bias"]), attend),
+                         proj["weight"], proj["bias"])
+        h = F.gelu(F.linear(_layer_norm(mods["ln2"], x), fc["weight"], fc["bias"]))
+        return x + F.linear(h, out["weight"], out["bias"])
 
 
 def _layer_norm(ln: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
     """What ``ln(x)`` computes, called as a function."""
-    return F.layer_norm(x, ln.normalized_shape, ln.weight, ln.bias, ln.eps)
+    p = ln._parameters
+    return F.layer_norm(x, ln.normalized_shape, p["weight"], p["bias"], ln.eps)
 
 
 class Transformer(nn.Module):
