@@ -137,8 +137,9 @@ def test_greedy_text_identical(pair):
 
     For the first token transformers runs lm_head on the prompt's last position only
     (``logits_to_keep=1``, a one-row matmul) where we run it on every position and take the
-    last row: another BLAS path, so that one step agrees to float32 rounding (< 1e-6).
-    Every later step is one row on both sides and bit-identical."""
+    last row: another BLAS path, so that one step agrees to float32 rounding: within 8 units
+    of the last place (1.2e-6 apart at log p = -2.05 under native kernels; 0 or a few units
+    under the pinned ones). Every later step is one row on both sides and bit-identical."""
     name, model, tok, hf = pair
     ours = slm.generate(model, tok, PROMPT, 200, temperature=0)
     out = hf.generate(**hf_inputs([tok.encode(PROMPT)]), do_sample=False, max_new_tokens=200,
@@ -148,7 +149,7 @@ def test_greedy_text_identical(pair):
     lp = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(ours.ids)[:, None])
     lp = lp.squeeze(-1).tolist()
     assert lp[1:] == ours.logprobs[1:]
-    assert abs(lp[0] - ours.logprobs[0]) < 1e-6
+    assert abs(lp[0] - ours.logprobs[0]) <= 8 * torch.finfo(torch.float32).eps * abs(lp[0])
     with torch.no_grad():  # the whole-sequence pass is bit-identical at the first step too
         idx = torch.tensor([tok.encode(PROMPT)])
         assert torch.equal(hf(**hf_inputs(idx)).logits[0, -1], model(idx)[0, -1])
