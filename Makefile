@@ -18,7 +18,7 @@ help:
 	@echo "make test      every test: ruff, unit tests, nbval over notebooks/, the built site in Chromium"
 	@echo "make book      build the static site into _build/html (offline)"
 	@echo "make lab       open the notebooks in JupyterLab"
-	@echo "make execute   re-execute every notebook in place (outputs and widget state); NB=notebooks/03_*.ipynb for one"
+	@echo "make execute   re-execute every notebook in place (outputs, no widget state); NB=notebooks/03_*.ipynb for one"
 	@echo "make bench     print the package benchmarks"
 	@echo "make test-gpu  run the CUDA tests (needs a GPU)"
 

@@ -49,10 +49,10 @@
     if (parent) parent.appendChild(e);
     return e;
   }
-  function label(ch) { return { "\n": "\u23ce", " ": "\u2423" }[ch] || ch; }
+  function label(ch) { return { "\n": "\u21b5", " ": "\u2423" }[ch] || ch; }
   /* The end of `text` for a title: newlines as the symbol the charts use. */
   function tail(text, n) {
-    return "\u2026" + text.slice(-n).replace(/\n/g, "\u23ce");  // as the kernel-free explorer's titles
+    return "\u2026" + text.slice(-n).replace(/\n/g, "\u21b5");  // as the kernel-free explorer's titles
   }
   // the model (with its decoding), its charts (Vega-Lite specs, live/charts.js) and Vega to draw them
   var runtime = window.slm && window.slmVega ?

@@ -1,9 +1,11 @@
 """Book maintenance.
 
 ``python -m shakespeare_lm.site.book execute [NOTEBOOK ...]`` re-executes notebooks in place with
-nbclient, storing ipywidgets state so the static site can render widget views, and prints
-how long each took. It runs only under the pinned numerics of ``numerics.env`` (``make
-execute`` sets them) and records them in each notebook's metadata.
+nbclient and prints how long each took. It runs only under the pinned numerics of
+``numerics.env`` (``make execute`` sets them) and records them in each notebook's metadata.
+It stores no ipywidgets view and no widget state: a live panel is stored as its one-line
+note (:func:`shakespeare_lm.site.lab.without_widget_views`), which JupyterLab shows until
+the cell runs, instead of a restored panel that looks live and is not.
 
 ``python -m shakespeare_lm.site.book compare [NOTEBOOK ...]`` re-executes notebooks in memory
 under the environment it is started in and checks that their stored outputs agree up to
@@ -43,6 +45,7 @@ from pathlib import Path
 from ..paths import NOTEBOOKS_DIR as NOTEBOOKS
 from ..paths import ONNX_DIR, ROOT
 from .figures import STATIC_DIR as STATIC
+from .lab import without_widget_views
 from .live import chart_specs
 from .outputs import compare_notebook, pinned_numerics, unpinned
 
@@ -146,11 +149,12 @@ def execute(path: Path, timeout: int = 600) -> float:
                          "outputs reproduce on other machines")
     nb = nbformat.read(path, as_version=4)
     nb.metadata["shakespeare_lm"] = {"numerics": pinned}
-    client = InlineClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = InlineClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
+                          resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
+    without_widget_views(nb)
     as_jupyterlab_keeps_it(nb)
     nbformat.write(nb, path)
     return seconds

@@ -55,7 +55,7 @@ OFF = {"temperature": 1.0, "top_k": None, "top_p": 1.0, "min_p": 0.0, "typical_p
 
 def char_label(ch: str) -> str:
     """A visible label for a character: newline and space get symbols."""
-    return {"\n": "\u23ce", " ": "\u2423"}.get(ch, ch)
+    return style.visible(ch)
 
 
 @torch.no_grad()
@@ -345,7 +345,7 @@ def static_explorer(model, tok, contexts: dict[str, str] | None = None) -> Slide
     context, a temperature and a rule (``rule_choices``) to choose."""
     data = explorer_data(model, tok, contexts)
     sliders = static_sliders([c["name"] for c in data["contexts"]], data["choices"])
-    titles = ["next character after \u2026" + c["text"][-24:].replace("\n", "\u23ce")
+    titles = ["next character after \u2026" + c["text"][-24:].replace("\n", style.NEWLINE)
               for c in data["contexts"]]
     return SliderFigure(sliders, vega=StaticChart(titles, len(data["choices"])), data=data,
                         datasets={"chars": data["chars"], "states": data["states"]},
@@ -377,7 +377,7 @@ def tail_html(text: str, added: int = 0, lines: int = 5) -> str:
     cut = "\u2026" if start > 0 else ""
 
     def show(part: str) -> str:
-        return html.escape(part).replace("\n", "\u23ce<br>")
+        return html.escape(part).replace("\n", style.NEWLINE + "<br>")
 
     old, new = text[start:len(text) - added], text[len(text) - added:]
     bold = f"<b style='color:#0072B2'>{show(new)}</b>" if new else ""

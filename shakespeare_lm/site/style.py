@@ -29,6 +29,10 @@ MUTED = "#c8c8c8"      # what a rule removed
 INK = "#222222"        # text
 FAINT_INK = "#595959"  # secondary text (indices, what was pruned): 7:1 on white
 PALE = "#f2f2f2"       # a faint fill behind a box
+# the two characters of the vocabulary that print as nothing, as the book shows them in
+# figures, diagrams and explorers (book/_js/*.js write the same two)
+SPACE, NEWLINE = "\u2423", "\u21b5"  # an open box, a return arrow
+VISIBLE = {" ": SPACE, "\n": NEWLINE}
 FONT = "Helvetica Neue, Helvetica, Arial, sans-serif"
 MONOSPACE = "SFMono-Regular, Menlo, Consolas, monospace"
 # text sizes in pixels, as the reader sees them
@@ -47,6 +51,11 @@ THEME = "shakespeare_lm"
 LOG_LABELS = ("abs(log(datum.value) / LN10 - round(log(datum.value) / LN10)) > 1e-6 ? '' "
               ": datum.value >= 1000 ? format(datum.value, '~s') "
               ": format(datum.value, '~g')")
+
+
+def visible(text: str) -> str:
+    """``text`` with spaces and newlines drawn as visible symbols (␣, ↵)."""
+    return "".join(VISIBLE.get(c, c) for c in text)
 
 
 def _mpl_rc() -> dict:

@@ -17,6 +17,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from ..paths import ROOT
 from . import style
+from .style import VISIBLE, visible  # noqa: F401  (the diagrams import them from here)
 
 # the book's colours (style.py: Okabe and Ito's, told apart under every common
 # colour-vision deficiency, and its greys), by the names the drawings use
@@ -31,12 +32,6 @@ OUT_DIR = ROOT / "notebooks" / "diagrams"  # beside the chapters, which JupyterL
 SVG_RC = {"svg.hashsalt": "shakespeare_lm.site.diagrams", "svg.fonttype": "none",
           "font.family": TEXT["family"], "font.size": TEXT["size"],
           "text.color": COLOUR["text"], "hatch.linewidth": 0.8}
-VISIBLE = {" ": "\u2423", "\n": "\u21b5"}   # space: open box; newline: return arrow
-
-
-def visible(text: str) -> str:
-    """``text`` with spaces and newlines drawn as visible symbols (␣, ↵)."""
-    return "".join(VISIBLE.get(c, c) for c in text)
 
 
 def tint(colour: str, alpha: float) -> tuple[float, float, float]:

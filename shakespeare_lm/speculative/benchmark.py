@@ -77,32 +77,13 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     drafts = {name: as_draft(d, target) for name, d in drafts.items()}
     kw = dict(temperature=temperature, context_overflow="slide")
     seeds = _Seeds(seed, fresh)
-
-    def spec(name, d, g):
-        if fresh and hasattr(d, "forget"):
-            d.forget()  # nothing a drafted text taught it is remembered
-        return speculative_decode(target, d, tok, prompt, new_tokens, g,
-                                  seed=seeds((name, g)), **kw)
-
-    runs = {}
-    for name, d in drafts.items():
-        cap = getattr(d, "max_gamma", None)  # draft heads propose one character per head
-        for g in gammas if cap is None else sorted({min(g, cap) for g in gammas}):
-            runs[name, g] = lambda name=name, d=d, g=g: spec(name, d, g)
+    runs = _settings(target, tok, prompt, new_tokens, drafts, gammas, seeds, **kw)
     baseline = lambda: generate(target, tok, prompt, new_tokens, seed=seeds("plain"), **kw)
     base, seconds, first, plain = _timed(baseline, runs, repeats, device, paired)
     rows = [_row(name, g, base[name, g], seconds[name, g], first[name, g].stats)
             for name, g in seconds]
     if confirm:
-        top = sorted(rows, key=lambda r: -r["speedup"])[:confirm]
-        again = {(r["draft"], r["gamma"]): runs[r["draft"], r["gamma"]] for r in top}
-        base2, seconds2, _ = against_baseline(baseline, again, confirm_repeats, device)
-        for i, r in enumerate(rows):
-            key = (r["draft"], r["gamma"])
-            if key in again:
-                rows[i] = _row(*key, base2[key], seconds2[key], first[key].stats)
-                rows[i]["confirmed"] = True
-                plain += base2[key]
+        plain += _confirm(rows, runs, baseline, first, confirm, confirm_repeats, device)
     out = {"device": str(device), "prompt": prompt, "new_tokens": new_tokens,
            "temperature": temperature, "repeats": repeats,
            "plain_s": statistics.median(plain), "plain_seconds": plain,
@@ -113,6 +94,41 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     if keep_stats:
         out["stats"] = {key: first[key].stats for key in seconds}
     return out
+
+
+def _settings(target, tok, prompt: str, new_tokens: int, drafts: dict, gammas, seeds: _Seeds,
+              **kw) -> dict:
+    """(draft name, gamma) -> a speculative run of that setting with the next seed; with
+    fresh seeds, a draft that can ``forget()`` forgets what earlier runs taught it first."""
+    def spec(name, d, g):
+        if seeds.fresh and hasattr(d, "forget"):
+            d.forget()
+        return speculative_decode(target, d, tok, prompt, new_tokens, g,
+                                  seed=seeds((name, g)), **kw)
+
+    runs = {}
+    for name, d in drafts.items():
+        cap = getattr(d, "max_gamma", None)  # draft heads propose one character per head
+        for g in gammas if cap is None else sorted({min(g, cap) for g in gammas}):
+            runs[name, g] = lambda name=name, d=d, g=g: spec(name, d, g)
+    return runs
+
+
+def _confirm(rows: list[dict], runs: dict, baseline, first: dict, n: int, repeats: int,
+             device) -> list[float]:
+    """Time the ``n`` fastest settings of ``rows`` again with ``repeats`` pairs each and put
+    those figures in their rows (marked "confirmed"); return the new plain timings."""
+    top = sorted(rows, key=lambda r: -r["speedup"])[:n]
+    again = {(r["draft"], r["gamma"]): runs[r["draft"], r["gamma"]] for r in top}
+    base, seconds, _ = against_baseline(baseline, again, repeats, device)
+    plain = []
+    for i, r in enumerate(rows):
+        key = (r["draft"], r["gamma"])
+        if key in again:
+            rows[i] = {**_row(*key, base[key], seconds[key], first[key].stats),
+                       "confirmed": True}
+            plain += base[key]
+    return plain
 
 
 class _Seeds:

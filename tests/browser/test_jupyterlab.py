@@ -10,11 +10,18 @@ user settings, workspace and signatures in the temporary folder. In Chromium:
 * chapter 7 stays unrun: its prose shows the values stored in ``user_expressions``, its
   citations read as author and year, no raw ``{eval}``, ``{glue}`` or ``{cite}`` role is
   left, and every figure that needs no kernel is mounted (a Vega chart, or a
-  ``.kernel-free-figure``);
+  ``.kernel-free-figure``); its prefill/decode player plays, pauses and steps;
+* every chapter that has a live panel (``shakespeare_lm.site.lab.panel``), opened unrun,
+  shows the panel's one-line note, not an ipywidgets panel restored from saved widget
+  state (controls that move and change nothing). It fails on chapters executed before
+  ``make execute`` stored panels as their notes: re-execute them;
 * chapter 1, opened beside it, runs with Run All in a fresh kernel: no cell ends in an
   error, its prose values are evaluated again in the kernel (the stored ones were
   replaced by a marker that must disappear; the committed values must come back), and
   its live widget answers its slider.
+
+``SLM_LAB_CHAPTERS=/some/folder`` runs it on other executed chapters than ``notebooks/``
+(the folder must hold chapters 1 and 7).
 
 The test stops only the server it started. Run it under the pinned numerics, as ``make
 test`` does (``set -a; . ./numerics.env; set +a``): the kernel then computes the
@@ -37,11 +44,16 @@ from pathlib import Path
 
 import pytest
 
+from shakespeare_lm.site import roofline_charts as charts
 from shakespeare_lm.site.citations import bibliography
+from shakespeare_lm.site.lab import WIDGET_VIEW, panel_name
 
 from .test_site import CHROMIUM, CHROMIUM_ARGS, missing, offline_router
 
 ROOT = Path(__file__).resolve().parents[2]
+# the chapters the server opens (a copy of them): the committed ones, or another folder
+# of executed chapters, e.g. one executed by a changed `python -m shakespeare_lm.site.book`
+CHAPTERS = Path(os.environ.get("SLM_LAB_CHAPTERS", ROOT / "notebooks"))
 JUPYTER = Path(sys.executable).with_name("jupyter")
 LAB_SETTINGS = ROOT / "lab"  # overrides.json: the defaults that `make lab` sets
 UNRUN, RUN = "07_cost_of_generation.ipynb", "01_generation_loop.ipynb"
@@ -88,9 +100,9 @@ def _replace_stored_values(path: Path) -> int:
 class LabServer:
     """``jupyter lab`` on a copy of the chapters, started as ``make lab`` starts it."""
 
-    def __init__(self, work: Path):
+    def __init__(self, work: Path, chapters: Path = CHAPTERS):
         self.root, state = work / "root", work / "state"
-        shutil.copytree(ROOT / "notebooks", self.root)
+        shutil.copytree(chapters, self.root)
         self.marked = _replace_stored_values(self.root / RUN)
         self.env = _lab_env(state)
         chapters = [str(p) for p in sorted(self.root.glob("*.ipynb"))]
@@ -277,6 +289,144 @@ def test_unrun_chapter_shows_stored_values_citations_and_figures(lab):
         arg=[panel.element_handle(), MOUNTED_FIGURES, expected], timeout=30_000)
     assert panel.locator(MOUNTED_FIGURES).count() == expected
     assert lab.external == [], f"requests that would leave the machine: {lab.external}"
+
+
+# --- the prefill/decode player: a kernel-free figure, drawn by JupyterLab's Vega renderer ---
+STEP_CONTROL = "step (0 = prefill)"  # the player's slider (roofline_charts)
+
+
+def _player_output(lab):
+    """The output of the unrun chapter that draws the player, in view, its buttons shown
+    (they stay transparent until the player's timer first fires)."""
+    lab.tab(UNRUN).click()
+    panel = lab.panels[UNRUN]
+    bind = panel.locator(".vega-bind").filter(
+        has=lab.page.locator(".vega-bind-name", has_text=STEP_CONTROL))
+    bind.wait_for(timeout=30_000)
+    output = bind.locator("xpath=ancestor::*[contains(@class, 'jp-OutputArea-output')][1]")
+    output.scroll_into_view_if_needed()
+    output.locator(":is(svg, canvas).marks").wait_for(timeout=30_000)
+    lab.page.wait_for_timeout(2 * charts.STEP_INTERVAL_MS)
+    return output, bind.locator("input[type='range']")
+
+
+def _buttons(lab, output) -> list[tuple[float, float]]:
+    """The middles of the player's buttons, left to right, in page pixels. JupyterLab
+    draws Vega on a canvas, so the buttons are found as a reader finds them: where the
+    pointer turns into a hand (Vega sets the cursor of the chart's container)."""
+    marks = output.locator(":is(svg, canvas).marks")
+    box = marks.bounding_box()
+    pointer = "m => m.parentElement.style.cursor === 'pointer'"
+    for y in range(2, min(160, int(box["height"])), 4):  # the row of buttons, at the top
+        xs = []
+        for x in range(2, min(400, int(box["width"])), 3):
+            lab.page.mouse.move(box["x"] + x, box["y"] + y)
+            if marks.evaluate(pointer):
+                xs.append(x)
+        if xs:
+            runs = [[xs[0]]]
+            for x in xs[1:]:
+                if x - runs[-1][-1] > 3:
+                    runs.append([])
+                runs[-1].append(x)
+            y_mid = box["y"] + y + 8  # a few pixels below the buttons' top edge
+            return [(box["x"] + (r[0] + r[-1]) / 2, y_mid) for r in runs]
+    raise AssertionError(f"no button of the player under the pointer; see {lab.snapshot('player')}")
+
+
+def _step(slider) -> int:
+    return int(slider.input_value())
+
+
+def test_the_prefill_decode_player_plays_pauses_and_steps_in_jupyterlab(lab):
+    """Chapter 7's player, unrun: "▶ play" moves the step on by itself, "❚❚ pause" (the
+    same button) stops it, "step ▸" moves it by one and leaves it paused; the slider
+    follows. The same checks as on the site (test_cost_widgets), by the pointer."""
+    output, slider = _player_output(lab)
+    assert _step(slider) == 0, f"the player starts at step {_step(slider)}, not the prefill"
+    buttons = _buttons(lab, output)
+    assert len(buttons) == 2, f"{len(buttons)} buttons found at {buttons}"
+    play, next_step = buttons
+    lab.page.mouse.click(*play)
+    lab.page.wait_for_function("s => Number(s.value) >= 2", arg=slider.element_handle(),
+                               timeout=4 * charts.STEP_INTERVAL_MS + 5000)
+    lab.page.mouse.click(*play)  # now "❚❚ pause"
+    paused = _step(slider)
+    lab.page.wait_for_timeout(2 * charts.STEP_INTERVAL_MS + 300)
+    assert _step(slider) == paused, f"pause did not stop it: {paused} -> {_step(slider)}"
+    lab.page.mouse.click(*next_step)
+    steps = int(slider.get_attribute("max")) + 1  # after the last, the player wraps to 0
+    lab.page.wait_for_function(f"s => Number(s.value) === {(paused + 1) % steps}",
+                               arg=slider.element_handle(), timeout=5000)
+    stepped = _step(slider)
+    lab.page.wait_for_timeout(charts.STEP_INTERVAL_MS + 300)
+    assert _step(slider) == stepped, f"a step left it playing: {stepped} -> {_step(slider)}"
+    slider.fill("0")  # the slider still goes anywhere
+    assert _step(slider) == 0
+    assert lab.errors == [], f"uncaught errors in the page: {lab.errors}"
+
+
+# --- live panels: a chapter not yet run shows each one's note, never a dead widget ---------
+WIDGET_CONTROLS = ".jupyter-widgets, .widget-slider, .widget-hslider, .widget-text, .widget-button"
+LOADING = "Loading widget"  # what the ipywidgets renderer shows until its models are in
+
+
+def _stored_panels(nb: dict) -> dict[int, str]:
+    """The cells that store a live panel (its note, or any ipywidgets view), with the note
+    each should show before it runs ("" where the view has none)."""
+    panels = {}
+    for index, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            text = "".join(out.get("data", {}).get("text/plain", ""))
+            if panel_name(text) or WIDGET_VIEW in out.get("data", {}):
+                panels[index] = text if panel_name(text) else ""
+    return panels
+
+
+def _panel_outputs(lab, panel, cells: list[int]) -> list[dict]:
+    """What each of the given cells shows under it once JupyterLab has drawn it: its
+    text and how many ipywidgets controls it holds."""
+    lab.page.wait_for_function(
+        "([p, cells, loading]) => cells.every(i => { const c = p.querySelectorAll("
+        "'.jp-Notebook .jp-Cell')[i], o = c && c.querySelector('.jp-OutputArea');"
+        " return o && o.innerText.trim() && !o.innerText.includes(loading); })",
+        arg=[panel.element_handle(), cells, LOADING], timeout=30_000, polling=250)
+    lab.page.wait_for_timeout(1000)  # a view restored late would mount by now
+    return panel.evaluate(
+        "(p, [cells, controls]) => cells.map(i => { const o = p.querySelectorAll("
+        "'.jp-Notebook .jp-Cell')[i].querySelector('.jp-OutputArea');"
+        " return {text: o.innerText, controls: o.querySelectorAll(controls).length}; })",
+        [cells, WIDGET_CONTROLS])
+
+
+def test_unrun_chapters_show_each_live_panel_as_its_note(lab):
+    """Before a chapter runs, each live panel is its one-line note (lab.panel), not an
+    ipywidgets panel restored from saved widget state, whose sliders move and change
+    nothing. Passes on chapters executed by ``make execute`` since it stores panels as
+    their notes (shakespeare_lm.site.lab.without_widget_views). The chapters stay open
+    for the next test."""
+    problems, seen = [], 0
+    for path in sorted(lab.server.root.glob("[0-9]*.ipynb")):
+        nb = json.loads(path.read_text("utf-8"))
+        if not (panels := _stored_panels(nb)):
+            continue
+        panel = lab.panels.get(path.name) or lab.open(path.name)
+        shown = _panel_outputs(lab, panel, list(panels))
+        for (index, note), out in zip(panels.items(), shown):
+            seen += 1
+            if out["controls"] or not note or note not in out["text"]:
+                cell = panel.locator(".jp-Notebook .jp-Cell").nth(index)
+                cell.scroll_into_view_if_needed()
+                problems.append(
+                    f"{path.name}, cell {index}: shows {out['controls']} ipywidgets "
+                    f"element(s) and the text {out['text'][:120]!r}, not its note {note!r} "
+                    f"(see {lab.snapshot(f'panel-{path.stem}-{index}')})")
+        if extra := panel.locator(f".jp-OutputArea :is({WIDGET_CONTROLS})").count():
+            problems.append(f"{path.name}: {extra} ipywidgets element(s) before it runs")
+    assert seen, f"no chapter in {CHAPTERS} stores a live panel"
+    assert problems == [], ("live panels restored as dead widgets (re-execute the chapters "
+                            "with `make execute`, which stores each as its note):\n"
+                            + "\n".join(problems))
 
 
 VEGA_PNG = re.compile(r"/cells\[\d+\]/outputs\[\d+\]/data/image/png$")

@@ -259,7 +259,7 @@ def test_truncation_title_shows_newlines_as_the_symbol_and_sits_above_the_legend
     box = explorer(page, "truncation")
     changed(page, box, lambda: set_context(box, "KATHARINA:\nMoved!\n"))
     title = view_of(box, "chars")["title"]
-    assert "\\n" not in title and "\n" not in title and "\u23ce" in title, title
+    assert "\\n" not in title and "\n" not in title and "\u21b5" in title, title
     tops = box.evaluate("""e => {
         const svg = e.querySelector('.slm-chart svg'), top = el => el.getBoundingClientRect().top;
         const title = Array.from(svg.querySelectorAll('text'))

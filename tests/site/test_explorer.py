@@ -107,14 +107,14 @@ def test_top_lists_only_the_characters_the_rules_keep(model, tok):
 
 
 @pytest.mark.parametrize("text,added,expected_end", [
-    ("a\nb\nc\nd\ne\nf\ng", 0, "f\u23ce<br>g</div>"),
+    ("a\nb\nc\nd\ne\nf\ng", 0, "f\u21b5<br>g</div>"),
     ("KATHARINA:\nMoved", 3, "<b style='color:#0072B2'>ved</b></div>"),
 ])
 def test_tail_html_shows_the_last_lines_and_the_new_text(text, added, expected_end):
     shown = explorer.tail_html(text, added, lines=3)
     assert shown.endswith(expected_end)
     if text.count("\n") >= 3:
-        assert "\u2026" in shown and "a\u23ce" not in shown   # the head is cut
+        assert "\u2026" in shown and "a\u21b5" not in shown   # the head is cut
     assert ("<b style" in shown) == (added > 0)
 
 
