@@ -200,13 +200,11 @@ def pinned() -> bool:
 
 
 def native_environment() -> dict[str, str]:
-    """This process's environment without the pinned numerics, and with the OpenMP wait
-    policy of ``make lab``: what a reader's kernel runs under."""
+    """This process's environment without the pinned numerics: the native kernels and every
+    core, with OpenMP's default wait policy, as ``make bench`` runs."""
     import os
 
-    env = {k: v for k, v in os.environ.items() if k not in PINNED_VARIABLES}
-    env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    return env
+    return {k: v for k, v in os.environ.items() if k not in PINNED_VARIABLES}
 
 
 def natively(fn: Callable, /, *args, **kwargs):
@@ -215,9 +213,10 @@ def natively(fn: Callable, /, *args, **kwargs):
     In a process with native numerics (a reader's JupyterLab kernel) this just calls ``fn``.
     Under the pinned numerics (``make execute``, nbval), which pay for reproducible bits
     with portable kernels and one thread, it runs ``fn`` in a fresh Python process with
-    ``native_environment()``: every vectorised kernel and every core. ``fn``, its arguments
-    and its result travel with cloudpickle, so ``fn`` may be a lambda or a function defined
-    in a notebook, and a model may be an argument. What ``fn`` prints is printed here.
+    ``native_environment()``: every vectorised kernel and every core, as ``make bench``
+    measures. ``fn``, its arguments and its result travel with cloudpickle, so ``fn`` may
+    be a lambda or a function defined in a notebook, and a model may be an argument. What
+    ``fn`` prints is printed here.
     Use it for timings only: values computed natively can differ from pinned ones in their
     last bits.
     """

@@ -149,7 +149,9 @@ def execute(path: Path, timeout: int = 600) -> float:
                          "outputs reproduce on other machines")
     nb = nbformat.read(path, as_version=4)
     nb.metadata["shakespeare_lm"] = {"numerics": pinned}
-    client = InlineClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=False,
+    # nbclient keeps the widget state while it runs (an Output widget's capture writes into
+    # it, and fails without it); without_widget_views then drops it with the views
+    client = InlineClient(nb, timeout=timeout, kernel_name="python3", store_widget_state=True,
                           resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()
