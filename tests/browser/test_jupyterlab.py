@@ -180,8 +180,10 @@ class LabPage:
         return panel
 
     def wait_idle(self, panel, timeout: float = 120_000):
+        """Until the panel's kernel is idle. The indicator's status is read whether or not
+        it is shown: a panel in a background tab, or one whose toolbar is folded, hides it."""
         indicator = ".jp-Notebook-ExecutionIndicator[data-status='idle']"
-        panel.locator(indicator).wait_for(timeout=timeout)
+        panel.locator(indicator).wait_for(state="attached", timeout=timeout)
 
     def menu(self, menu: str, item: str):
         for where, label in ((".lm-MenuBar-itemLabel", menu),
@@ -455,6 +457,7 @@ def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
     for path in sorted(lab.server.root.glob("[0-9]*.ipynb")):
         before = json.loads(path.read_text("utf-8"))
         panel = lab.panels.get(path.name) or lab.open(path.name)
+        lab.tab(path.name).click()  # a chapter an earlier test opened may be in the background
         if path.name != UNRUN:
             lab.wait_idle(panel)
         lab.page.wait_for_timeout(1500)  # the renderers' and the kernel's updates land
