@@ -23,7 +23,7 @@ from .test_site import (  # noqa: F401  (browser, site_url: fixtures)
     browser,
     drawn_chart,
     missing,
-    offline_router,
+    PageVisit,
     site_url,
 )
 
@@ -49,21 +49,13 @@ ITEMS = """root => {
 }"""
 
 
-class Visit:
+class Visit(PageVisit):
     """The chapter in a 1280 px window, recording console errors, failed requests and any
     request that would leave the machine (only the site's own files may load)."""
 
     def __init__(self, browser, url: str):  # noqa: F811
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
-        self.errors, self.failed, self.external = [], [], []
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        self.page.route("**/*", offline_router(self.external, ("data", "blob", "file")))
-        self.page.goto(url, wait_until="load")
-
-    def close(self):
-        self.page.close()
+        super().__init__(browser, url, {"width": 1280, "height": 900},
+                         ("data", "blob", "file"))
 
 
 @pytest.fixture(params=["served", "file"])

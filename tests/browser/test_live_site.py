@@ -23,7 +23,7 @@ import shakespeare_lm as slm
 from shakespeare_lm.decoding.sampler import DecodingConfig, Sampler
 from shakespeare_lm.site import live as live_site
 
-from .test_site import SITE, browser, missing, offline_router, site_url  # noqa: F401  (fixtures)
+from .test_site import SITE, PageVisit, browser, missing, site_url  # noqa: F401  (fixtures)
 
 PAGE = "book/live.html"
 HELDOUT = SITE.parent.parent / "data" / "shakespeare_heldout.txt"
@@ -31,18 +31,13 @@ PROMPT = "KATHARINA:\nMoved! in good time: "
 READY = "window.slm && window.slm.ready"
 
 
-class LiveVisit:
+class LiveVisit(PageVisit):
     """One page, open for a whole module: records console errors, failed requests and every
     request that is not a file of the site (file://, 127.0.0.1, data:, blob:)."""
 
     def __init__(self, chromium, url: str):
-        self.page = chromium.new_page(viewport={"width": 1200, "height": 1600})
-        self.errors, self.failed, self.external = [], [], []
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        self.page.route("**/*", offline_router(self.external, ("data", "blob", "file")))
-        self.page.goto(url, wait_until="load")
+        super().__init__(chromium, url, {"width": 1200, "height": 1600},
+                         ("data", "blob", "file"))
         self.page.wait_for_function(READY, timeout=30000)
         self.page.evaluate("window.slm.ready.then(() => true)")
 

@@ -118,15 +118,18 @@ def offline_router(external: list, local_schemes=("data", "blob")):
 class PageVisit:
     """Open one page, recording console errors, failed and off-machine requests."""
 
-    def __init__(self, browser, url: str, viewport: dict | None = None):
+    def __init__(self, browser, url: str, viewport: dict | None = None,
+                 local_schemes=("data", "blob")):
         self.page = browser.new_page(viewport=viewport) if viewport else browser.new_page()
         self.errors, self.failed, self.external = [], [], []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
-        self.page.route("**/*", offline_router(self.external))
+        self.page.route("**/*", offline_router(self.external, local_schemes))
         response = self.page.goto(url, wait_until="load")
-        assert response is not None and response.ok, f"{url}: HTTP {response and response.status}"
+        if not url.startswith("file:"):  # a page opened from disk has no HTTP response
+            assert response is not None and response.ok, \
+                f"{url}: HTTP {response and response.status}"
 
     def close(self):
         self.page.close()
