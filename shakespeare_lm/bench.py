@@ -165,7 +165,9 @@ def speculative_headline(model, draft_model, tok, repeats: int = 9,
     4-gram, 6-gram} at every gamma of ``HEADLINE_GAMMAS``, each run beside its own plain run
     with a new seed and a draft that remembers nothing (``bench_speculative(fresh=True)``);
     the fastest setting timed again with ``confirm_repeats`` fresh pairs ("cold"), and the
-    same setting with its seed replayed and the n-gram's memory kept ("remembered")."""
+    same setting with its seed replayed and the n-gram's memory kept ("remembered"). At
+    temperature 1 an n-gram draws its proposals without that memory
+    (``NGramDraft.sample_chain``), so there the two differ only in the text."""
     from .speculative import ModelDraft, NGramDraft
 
     drafts = {"draft model": ModelDraft(draft_model, name="draft model"),
@@ -275,7 +277,8 @@ def headline_text(h: dict) -> str:
         f"  a. speculative vs plain, unseen text, T=1, {HEADLINE_CHARS} characters, best of "
         f"{{draft model, 4-gram, 6-gram}} x gamma {{{gammas}}}: {cold['draft']} gamma="
         f"{cold['gamma']} (acceptance {cold['acceptance_rate']:.3f}): {ci(cold)}   goal >= 2.5x",
-        f"  b. the same setting on a replayed text, its lookups remembered: {ci(warm)}",
+        f"  b. the same setting replaying one text (at T=1 the n-gram draws without "
+        f"remembered lookups): {ci(warm)}",
         f"  c. ours vs transformers generate, greedy, batch 1, same weights, per token: "
         f"{ci(pe)} (ours {pe['ours_ms']:.3f} ms, transformers {pe['theirs_ms']:.3f} ms a "
         f"token; identical text: {pe['same_text']})   goal >= 2x",

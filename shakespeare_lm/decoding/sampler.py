@@ -238,6 +238,13 @@ class Sampler:
     def needs_history(self) -> bool:
         return bool(self._penalties)
 
+    @property
+    def is_softmax(self) -> bool:
+        """Whether, a constraint's mask aside, a row's distribution is the plain softmax of
+        its logits: temperature 1, no truncation, no penalty, no mirostat."""
+        return not (self.greedy or self._truncation or self._penalties
+                    or self.config.mirostat)
+
     def allowed(self, states: Sequence, prefixes: Sequence[str] | None = None,
                 wheres: Sequence[str] | None = None, strict: bool = True) -> torch.Tensor:
         """The (R, V) mask of the constraint in each row's state; with ``strict`` a state with

@@ -11,9 +11,10 @@
     g.text, g.stats.acceptance_rate
 """
 
-from .algorithm import (VERIFIERS, Round, SpeculativeGeneration, SpeculativeSetup, accept_reject,
-                        draft_tokens, next_token_counts, prefill_both, rollback, setup,
-                        speculative_decode, speculative_round, target_distributions, verify_pass)
+from .algorithm import (VERIFIERS, DraftRows, Round, SpeculativeGeneration, SpeculativeSetup,
+                        accept_reject, draft_tokens, next_token_counts, prefill_both, rollback,
+                        setup, speculative_decode, speculative_round, target_distributions,
+                        verify_pass)
 from .benchmark import BENCH_PROMPT, SPREAD_LIMIT, bench_speculative, default_drafts
 from .drafts import Draft, HeadsDraft, ModelDraft, NGramDraft, PromptLookupDraft, as_draft
 from .stats import (SpeculativeStats, chi_square_test, expected_accepted, expected_tokens_per_pass,
@@ -22,7 +23,7 @@ from .stats import (SpeculativeStats, chi_square_test, expected_accepted, expect
 __all__ = [
     "BENCH_PROMPT", "Draft", "HeadsDraft", "ModelDraft", "NGramDraft", "PromptLookupDraft", "Round",
     "SpeculativeGeneration", "SpeculativeSetup", "SpeculativeStats", "VERIFIERS",
-    "SPREAD_LIMIT", "accept_reject", "as_draft", "bench_speculative", "default_drafts",
+    "DraftRows", "SPREAD_LIMIT", "accept_reject", "as_draft", "bench_speculative", "default_drafts",
     "chi_square_test", "draft_tokens", "expected_accepted", "expected_tokens_per_pass",
     "next_token_counts", "predicted_speedup",
     "prefill_both", "rollback", "setup", "speculative_decode", "speculative_round",

@@ -59,15 +59,46 @@ def uniforms(n: int, gen: torch.Generator) -> list[float]:
     return torch.rand(n, generator=gen, device=gen.device).tolist() if n else []
 
 
+class DraftRows:
+    """The draft's distributions q (g, V) at its g proposals, worked out only when read.
+
+    A draft that can draw without its whole distribution (``NGramDraft.sample``) proposes
+    with the drawn ids' probabilities alone (``drawn``), which is all the acceptance test
+    needs. A row is computed for the residual at a rejection (``row``) and, for the
+    statistics, when they are asked for (``rows[:n]``)."""
+
+    def __init__(self, draft: Draft, seq: list[int], proposals: list[int], drawn: list[float],
+                 device):
+        self.draft, self.seq, self.proposals, self.drawn = draft, list(seq), proposals, drawn
+        self.device = device
+
+    def __len__(self) -> int:
+        return len(self.drawn)
+
+    def row(self, i: int) -> torch.Tensor:
+        """q (V,) before proposal i, in float32 like the target's p."""
+        probs = self.draft.probs(self.seq + self.proposals[:i])
+        return torch.from_numpy(probs).to(self.device, torch.float32)
+
+    def __getitem__(self, rows: slice) -> torch.Tensor:
+        return torch.stack([self.row(i) for i in range(len(self))[rows]])
+
+
 def draft_tokens(draft: Draft, seq: list[int], gamma: int, sampler: Sampler,
-                 gen: torch.Generator, device, state=FREE) -> tuple[list[int], torch.Tensor, list]:
+                 gen: torch.Generator, device,
+                 state=FREE) -> tuple[list[int], torch.Tensor | DraftRows, list]:
     """Up to gamma proposals after seq, drawn one by one from the draft's distribution q
     shaped by ``sampler``. Returns (ids, q (g, V), the constraint's states before each
     proposal and after the last: g + 1). Drafting stops early when the draft has nothing
-    to propose, or proposes only characters the constraint forbids."""
+    to propose, or proposes only characters the constraint forbids. When the sampler leaves
+    distributions as they are and the draft can ``sample``, q is the ``DraftRows`` of the
+    proposals: the same q, its rows worked out only where they are read."""
     c = sampler.constraint if state is not FREE else None
-    proposals, qs, states = [], [], [state]
     u = uniforms(gamma, gen)
+    if c is None and sampler.is_softmax and getattr(draft, "can_sample", False):
+        proposals, drawn = draft.sample_chain(seq, u)
+        return proposals, DraftRows(draft, seq, proposals, drawn, device), [state] * (gamma + 1)
+    proposals, qs, states = [], [], [state]
     for i in range(gamma):
         if c is not None and not c.can_continue(states[-1]):
             break  # the constraint is complete: nothing may follow
@@ -116,14 +147,16 @@ def target_distributions(sampler: Sampler, logits: torch.Tensor, seq: list[int],
     return sampler.probs(logits, history, allowed)
 
 
-def accept_reject(p: torch.Tensor, q: torch.Tensor, proposals: list[int],
+def accept_reject(p: torch.Tensor, q: torch.Tensor | DraftRows, proposals: list[int],
                   gen: torch.Generator, verifier: str = "exact") -> tuple[int, int]:
     """The verification rule. p (g + 1, V) target and q (g, V) draft probabilities, g
     proposals -> (k accepted, the next token). ``verifier="no_residual"`` is a deliberate bug:
     it resamples from p instead of the residual, which skews the output towards the draft."""
     g = len(proposals)
-    k = g
     u = uniforms(g + 1, gen)  # one per proposal, and one for the token that ends the round
+    if isinstance(q, DraftRows):
+        return _accept_reject_drawn(p.tolist(), q, proposals, u, verifier)
+    k = g
     if g:
         d = torch.tensor(proposals, device=p.device)[:, None]
         ratio = (p[:g].gather(1, d) / q.gather(1, d))[:, 0].tolist()  # q(d) > 0: d came from q
@@ -140,6 +173,21 @@ def accept_reject(p: torch.Tensor, q: torch.Tensor, proposals: list[int],
     return k, draw(nxt.tolist(), u[g])
 
 
+def _accept_reject_drawn(p: list[list[float]], q: DraftRows, proposals: list[int],
+                         u: list[float], verifier: str) -> tuple[int, int]:
+    """``accept_reject`` for a draft that gave only its proposals' probabilities: the same
+    rule on p as Python lists, with q's row worked out only at the rejection, if any."""
+    g = len(proposals)
+    ratio = [row[x] / qx for row, x, qx in zip(p, proposals, q.drawn)]
+    k = next((i for i in range(g) if u[i] >= ratio[i]), g)
+    nxt = p[k]                   # all kept: the bonus token; or the deliberate bug's resample
+    if k < g and verifier == "exact":
+        qk = q.draft.probs(q.seq + proposals[:k])
+        residual = [max(a - b, 0.0) for a, b in zip(p[k], qk)]
+        nxt = residual if sum(residual) > 0 else nxt     # p == q up to rounding: residual is p
+    return k, draw(nxt, u[g])
+
+
 def rollback(target: Transformer, draft: Draft, length: int) -> None:
     """Keep the first ``length`` slots of both caches; the rejected proposals are forgotten."""
     target.active_cache.truncate(length)
@@ -154,7 +202,7 @@ class Round:
     accepted: int
     token: int                 # the residual draw at the first rejection, or the bonus token
     p: torch.Tensor            # (g + 1, V) target probabilities after the rules
-    q: torch.Tensor            # (g, V) draft probabilities after the rules
+    q: torch.Tensor | DraftRows  # (g, V) draft probabilities after the rules
     logits: torch.Tensor       # (g + 1, V) raw target logits
     draft_s: float
     target_s: float

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import math
+from array import array
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -107,6 +108,44 @@ def _encode_array(tok, text: str) -> np.ndarray:
     return np.asarray(tok.encode(text), dtype=np.int64)  # names the offending character
 
 
+class _Order:
+    """One order's counts, laid out for single lookups from Python: each context's place
+    (a dict), where its followers start, their total, the followers as bytes (ids < 256)
+    and their counts. Numpy's per-call cost is larger than such a lookup."""
+
+    def __init__(self, contexts: np.ndarray, starts: np.ndarray, nexts: np.ndarray,
+                 counts: np.ndarray):
+        self.place = dict(zip(contexts.tolist(), range(len(contexts))))
+        totals = np.add.reduceat(counts, starts[:-1]) if len(counts) else counts
+        self.starts, self.totals, self.counts = array("q"), array("d"), array("d")
+        self.starts.frombytes(starts.astype(np.int64).tobytes())
+        self.totals.frombytes(totals.astype(np.float64).tobytes())
+        self.counts.frombytes(counts.astype(np.float64).tobytes())
+        self.nexts = nexts.astype(np.uint8).tobytes()
+
+    def level(self, code: int) -> tuple[int, int, float]:
+        """Where the followers of context ``code`` lie, and their total (unseen: 0, 0, 0)."""
+        j = self.place.get(code)
+        if j is None:
+            return 0, 0, 0.0
+        return self.starts[j], self.starts[j + 1], self.totals[j]
+
+    def follower(self, level: tuple[int, int, float], target: float) -> int:
+        """The follower whose share of the cumulative count covers ``target`` in [0, n)."""
+        a, b, _ = level
+        acc = 0.0
+        for i in range(a, b):
+            acc += self.counts[i]
+            if target < acc:
+                return self.nexts[i]
+        return self.nexts[b - 1]  # target rounded up to the total
+
+    def count(self, level: tuple[int, int, float], token: int) -> float:
+        """How often ``token`` followed the context (0.0 when it never did)."""
+        i = self.nexts.find(token, level[0], level[1])
+        return self.counts[i] if i >= 0 else 0.0
+
+
 class NGramDraft:
     """A character n-gram model counted from text, as a draft with no parameters to train.
 
@@ -149,6 +188,82 @@ class NGramDraft:
                                  n.astype(np.float64)))
         self._memo: dict[tuple[int, int], np.ndarray] = {}
         self._logits: dict[tuple[int, ...], torch.Tensor] = {}
+        self._tables: list[_Order] | None = None  # for ``sample_chain``, made when first used
+
+    @property
+    def can_sample(self) -> bool:
+        """Whether ``sample_chain`` works: its lookups hold ids as bytes, so at most 256."""
+        return self.vocab_size <= 256
+
+    def _orders(self) -> list[_Order]:
+        """Each order's counts as ``_Order`` lookups (about 40 MB for a 6-gram of the
+        training text), made the first time a draw needs them."""
+        if self._tables is None:
+            self._tables = [_Order(*c) for c in self._counts]
+        return self._tables
+
+    def _codes(self, ids) -> list[int]:
+        """The base-V codes of the last k ids, k = 0 .. min(order - 1, len(ids))."""
+        codes, code, scale = [0], 0, 1
+        for k in range(1, min(self.order - 1, len(ids)) + 1):
+            code += ids[-k] * scale  # the oldest of the last k ids is the most significant
+            scale *= self.vocab_size
+            codes.append(code)
+        return codes
+
+    def sample_chain(self, ids: list[int], us: list[float]) -> tuple[list[int], list[float]]:
+        """``len(us)`` ids drawn one after another after ``ids``, the i-th from P(next | ids
+        and the ids drawn before it) with the uniform ``us[i]``, and each one's probability,
+        without working out a whole distribution.
+
+        The smoothed estimate is a mixture: with weight n / (n + smoothing) the counts of
+        the longest context (n of them), otherwise the estimate one order down. So a draw
+        walks down the orders, and u, rescaled at each, picks the order and then the
+        follower. A probability is computed as ``probs`` computes that entry, with the same
+        floating-point operations, so it equals ``probs(...)[id]`` bit for bit."""
+        orders, s, V = self._orders(), self.smoothing, self.vocab_size
+        codes, drawn, out = self._codes(ids), [], []
+        top = self.order - 1
+        for u in us:
+            levels = [orders[k].level(code) for k, code in enumerate(codes)]
+            token = None
+            for k in range(len(levels) - 1, -1, -1):
+                n = levels[k][2]
+                w = n / (n + s)
+                if u < w:  # from this order's counts: the follower whose count covers u n / w
+                    token = orders[k].follower(levels[k], u / w * n)
+                    break
+                u = (u - w) / (1 - w)  # uniform again, given that it fell past this order
+            if token is None:  # past every order: the uniform prior
+                token = min(int(u * V), V - 1)
+            q = 1.0 / V
+            for k, level in enumerate(levels):
+                q = (orders[k].count(level, token) + s * q) / (level[2] + s)
+            out.append(token)
+            drawn.append(q)
+            # the contexts after the new id: each is the one a character shorter, extended
+            codes = [0] + [c * V + token for c in codes[: top]]
+        return out, drawn
+
+    def sample(self, ids: list[int], u: float) -> tuple[int, float]:
+        """One draw of the next id with the uniform ``u``, and its probability
+        (``sample_chain`` of one)."""
+        out, drawn = self.sample_chain(ids, [u])
+        return out[0], drawn[0]
+
+    def probs(self, ids: list[int]) -> np.ndarray:
+        """P(next | ids) (V,) in float64, from the last ``order - 1`` ids (fewer at the start):
+        ``_probs``' numbers from the same operations, order by order, with nothing
+        remembered (on unseen text a remembered context is rarely asked for again)."""
+        orders = self._orders()
+        probs = np.full(self.vocab_size, 1.0 / self.vocab_size)
+        for k, code in enumerate(self._codes(ids)):
+            a, b, n = orders[k].level(code)
+            _, _, nexts, counts = self._counts[k]
+            row = np.zeros(self.vocab_size)
+            row[nexts[a:b]] = counts[a:b]
+            probs = (row + self.smoothing * probs) / (n + self.smoothing)
+        return probs
 
     def _probs(self, ids) -> np.ndarray:
         """P(next | ids) (V,) in float64, ids being the last k < order ids (k may be 0)."""

@@ -42,7 +42,7 @@ class SpeculativeStats:
         self.accepted += k
         self.tokens_per_round.append(k + 1)
         if tested:  # overlaps are computed when asked for, not while decoding
-            self._tested_pq.append((rnd.p[:tested], rnd.q[:tested]))
+            self._tested_pq.append((rnd.p[:tested], rnd.q))  # q's rows: read when asked
             self.outcome += [i < k for i in range(tested)]
             self.slot += list(range(tested))
         for i in range(tested):
@@ -54,7 +54,8 @@ class SpeculativeStats:
     @property
     def overlap(self) -> list[float]:
         """sum_x min(p, q) = 1 - TV(p, q) of every tested proposal, in order."""
-        return [a for p, q in self._tested_pq for a in torch.minimum(p, q).sum(-1).tolist()]
+        return [a for p, q in self._tested_pq
+                for a in torch.minimum(p, q[: len(p)]).sum(-1).tolist()]
 
     @property
     def acceptance_rate(self) -> float:

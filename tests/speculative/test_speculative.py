@@ -4,6 +4,7 @@ import torch
 import shakespeare_lm as slm
 from shakespeare_lm import speculative as sp
 from shakespeare_lm.corpus import TRAIN_FILE
+from shakespeare_lm.decoding.sampler import DecodingConfig, Sampler
 
 from ..conftest import make_tiny
 
@@ -93,21 +94,36 @@ def test_chi_square_of_first_token_passes_exact_verifier_and_catches_broken_one(
     assert_chi_square_verdict(tiny, draft_model, tok, verifier, passes)
 
 
-def assert_chi_square_verdict(target, draft, tok, verifier, passes):
+@pytest.mark.parametrize("verifier, passes", [("exact", True), ("no_residual", False)])
+def test_chi_square_holds_for_an_ngram_that_gives_only_its_proposals_probabilities(
+        tiny, tok, trigram, verifier, passes):
+    """At temperature 1 the n-gram draws its proposals without a whole distribution
+    (``DraftRows``); the same test passes the exact rule and catches the broken one."""
+    gen = torch.Generator().manual_seed(0)
+    sampler = Sampler(DecodingConfig(), None, tok.vocab_size, tok)
+    _, q, _ = sp.draft_tokens(trigram, tok.encode("To be"), 3, sampler, gen, "cpu")
+    assert isinstance(q, sp.DraftRows) and len(q) == 3
+    assert_chi_square_verdict(tiny, trigram, tok, verifier, passes, temperature=1.0)
+
+
+def assert_chi_square_verdict(target, draft, tok, verifier, passes, temperature=0.1):
     """600 first characters after one prompt: the exact verifier passes, a broken one fails."""
     counts, exact = sp.next_token_counts(target, draft, tok, "To be, or not", 600, 2,
-                                         temperature=0.1, seed=0, verifier=verifier)
+                                         temperature=temperature, seed=0, verifier=verifier)
     assert counts.sum() == 600
     stat, dof, p_value = sp.chi_square_test(counts, exact)
     assert dof >= 3
     assert (p_value > 0.01) if passes else (p_value < 1e-4)
 
 
-def test_measured_acceptance_matches_one_minus_total_variation(tiny, tok, draft_model):
-    stats = slm.speculative_decode(tiny, draft_model, tok, "KATHARINA:\n", 120, 3,
-                                   temperature=0.2, seed=3).stats
+@pytest.mark.parametrize("draft, temperature", [("model", 0.2), ("trigram", 1.0)])
+def test_measured_acceptance_matches_one_minus_total_variation(tiny, tok, draft_model, trigram,
+                                                               draft, temperature):
+    d = draft_model if draft == "model" else trigram  # the trigram: q's rows worked out late
+    stats = slm.speculative_decode(tiny, d, tok, "KATHARINA:\n", 120, 3,
+                                   temperature=temperature, seed=3).stats
     a, n = stats.expected_acceptance, stats.proposed
-    assert 0.2 < a < 0.95  # a draft that is neither useless nor perfect
+    assert 0.1 < a < 0.95  # a draft that is neither useless nor perfect
     assert abs(stats.acceptance_rate - a) < 4 * (a * (1 - a) / n) ** 0.5
 
 
@@ -224,6 +240,24 @@ def test_ngram_draft_matches_the_interpolation_formula(tok):
         torch.testing.assert_close(ng.distribution(c).exp().double(), by_hand(c[-5:]),
                                    rtol=1e-5, atol=1e-7)
         assert torch.equal(ng.distribution(c), ng.distribution(c))  # remembered, unchanged
+        torch.testing.assert_close(torch.from_numpy(ng.probs(c)), by_hand(c[-5:]))
+
+
+@pytest.mark.parametrize("ctx", ["the ca", "xx the", "t", ""])
+def test_ngram_sample_chain_draws_from_its_distribution_and_gives_each_probability(tok, ctx):
+    """Each draw's probability is its entry of ``probs`` bit for bit, and 20,000 draws
+    after one context follow ``probs`` (chi-square); a chain extends its own context."""
+    text = "the cat sat on the mat. the cat ate."
+    ng = sp.NGramDraft(tok, order=6, smoothing=0.5, text=text)
+    c = tok.encode(ctx)
+    gen = torch.Generator().manual_seed(1)
+    ids, drawn = ng.sample_chain(c, torch.rand(12, generator=gen).tolist())
+    for i, (x, q) in enumerate(zip(ids, drawn)):
+        assert q == ng.probs(c + ids[:i])[x]
+    counts = torch.zeros(tok.vocab_size)
+    for u in torch.rand(20_000, generator=gen).tolist():
+        counts[ng.sample(c, u)[0]] += 1
+    assert sp.chi_square_test(counts, torch.from_numpy(ng.probs(c)))[2] > 1e-3
 
 
 def test_prompt_lookup_proposes_what_followed_the_last_match(tok):
@@ -314,8 +348,10 @@ def test_the_bench_times_unseen_text(tiny, tok, monkeypatch, fresh):
 
     monkeypatch.setattr(benchmark, "speculative_decode", spec)
     monkeypatch.setattr(benchmark, "generate", plain)
+    # at temperature 0.8 the n-gram's distributions go through its memory (at 1 it draws
+    # without them and remembers nothing)
     sp.bench_speculative(tiny, None, tok, new_tokens=10, gammas=(2,), repeats=3,
-                         drafts={"3-gram": ngram}, seed=5, fresh=fresh)
+                         drafts={"3-gram": ngram}, seed=5, fresh=fresh, temperature=0.8)
     warm_plain, warm_spec, timed = calls[0], calls[1], calls[2:]
     assert warm_plain[:2] == ("plain", 5) and warm_spec[:2] == ("spec", 5)
     assert len(timed) == 6
