@@ -27,9 +27,12 @@ from .test_site import SITE, browser, missing, site_url  # noqa: F401  (fixtures
 CONTEXT = "KATHARINA:\nMoved! in good time: let him that moved you "
 
 
-@pytest.fixture(scope="module", params=["file", "served"])
+@pytest.fixture(scope="module")
 def page(request, browser):  # noqa: F811
-    with visiting(request, browser, PAGE, request.param) as visit:
+    """The page opened from disk, as a reader of the offline site opens it. The explorers
+    compute in the page, the same whichever way it arrived, so every check runs on this
+    one; ``test_served_page_samples_as_the_file_does`` checks the page as served."""
+    with visiting(request, browser, PAGE, "file") as visit:
         yield visit.page
 
 
@@ -288,6 +291,26 @@ def test_sample_writes_the_length_asked_for_and_the_seed_repeats_it(page):
     stopped = box.locator(".slm-output .slm-new").inner_text()
     assert "\n\n" not in stopped[:-2] and len(stopped) <= 300
     assert stopped == texts[0][:len(stopped)]
+
+
+def _seeded_sample(page) -> str:
+    """The truncation explorer's 120 characters at top-p 0.95, seed 11."""
+    box = explorer(page, "truncation")
+    set_context(box, CONTEXT)
+    set_input(box, "top_p", 0.95)
+    set_input(box, "length", 120)
+    set_input(box, "seed", 11)
+    press(page, box, ".slm-sample")
+    return box.locator(".slm-output .slm-new").inner_text()
+
+
+def test_served_page_samples_as_the_file_does(request, browser, page):  # noqa: F811
+    """Served over HTTP, the explorers load and write the same seeded text as from disk."""
+    reset_explorers(page)
+    from_file = _seeded_sample(page)
+    with visiting(request, browser, PAGE, "served") as visit:
+        served = _seeded_sample(visit.page)
+    assert len(served) == 120 and served == from_file
 
 
 @pytest.mark.parametrize("kind", ["truncation", "step", "speculative"])
