@@ -24,6 +24,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate
 
+import numpy as np
 import torch
 
 from ..decoding.checks import (as_prompt_list, check_context_overflow, check_count,
@@ -62,10 +63,10 @@ def uniforms(n: int, gen: torch.Generator) -> list[float]:
 class DraftRows:
     """The draft's distributions q (g, V) at its g proposals, worked out only when read.
 
-    A draft that can draw without its whole distribution (``NGramDraft.sample``) proposes
-    with the drawn ids' probabilities alone (``drawn``), which is all the acceptance test
-    needs. A row is computed for the residual at a rejection (``row``) and, for the
-    statistics, when they are asked for (``rows[:n]``)."""
+    A draft that can draw without its whole distribution (``NGramDraft.sample_chain``)
+    proposes with the drawn ids' probabilities alone (``drawn``), which is all the
+    acceptance test needs. A row is computed for the residual at a rejection (``values``)
+    and, for the statistics, when they are asked for (``rows[:n]``)."""
 
     def __init__(self, draft: Draft, seq: list[int], proposals: list[int], drawn: list[float],
                  device):
@@ -75,10 +76,13 @@ class DraftRows:
     def __len__(self) -> int:
         return len(self.drawn)
 
+    def values(self, i: int) -> np.ndarray:
+        """q (V,) before proposal i, as the draft computes it (float64)."""
+        return self.draft.probs(self.seq + self.proposals[:i])
+
     def row(self, i: int) -> torch.Tensor:
         """q (V,) before proposal i, in float32 like the target's p."""
-        probs = self.draft.probs(self.seq + self.proposals[:i])
-        return torch.from_numpy(probs).to(self.device, torch.float32)
+        return torch.from_numpy(self.values(i)).to(self.device, torch.float32)
 
     def __getitem__(self, rows: slice) -> torch.Tensor:
         return torch.stack([self.row(i) for i in range(len(self))[rows]])
@@ -182,8 +186,7 @@ def _accept_reject_drawn(p: list[list[float]], q: DraftRows, proposals: list[int
     k = next((i for i in range(g) if u[i] >= ratio[i]), g)
     nxt = p[k]                   # all kept: the bonus token; or the deliberate bug's resample
     if k < g and verifier == "exact":
-        qk = q.draft.probs(q.seq + proposals[:k])
-        residual = [max(a - b, 0.0) for a, b in zip(p[k], qk)]
+        residual = [max(a - b, 0.0) for a, b in zip(p[k], q.values(k))]
         nxt = residual if sum(residual) > 0 else nxt     # p == q up to rounding: residual is p
     return k, draw(nxt, u[g])
 

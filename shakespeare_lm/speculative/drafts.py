@@ -154,9 +154,11 @@ class NGramDraft:
     character has some probability and unseen contexts fall back to shorter ones. Contexts
     shorter than ``order - 1`` (the very start of a text) use the lower orders.
 
-    Counts are kept sparse (only the n-grams the text contains), and a context's smoothed
-    distribution is worked out the first time it is asked for and then remembered, so orders
-    up to ``MAX_ORDER`` fit in memory and a repeated context costs one dictionary lookup.
+    Counts are kept sparse (only the n-grams the text contains), so orders up to
+    ``MAX_ORDER`` fit in memory. ``sample_chain`` draws proposals without working out any
+    whole distribution; ``distribution`` (the logits a sampler shapes) works a context's
+    out the first time it is asked for and remembers it, so a repeated context costs one
+    dictionary lookup.
     """
 
     MAX_ORDER = 8
@@ -186,7 +188,6 @@ class NGramDraft:
             contexts, first = np.unique(grams // V, return_index=True)
             self._counts.append((contexts, np.append(first, len(grams)), grams % V,
                                  n.astype(np.float64)))
-        self._memo: dict[tuple[int, int], np.ndarray] = {}
         self._logits: dict[tuple[int, ...], torch.Tensor] = {}
         self._tables: list[_Order] | None = None  # for ``sample_chain``, made when first used
 
@@ -252,9 +253,9 @@ class NGramDraft:
         return out[0], drawn[0]
 
     def probs(self, ids: list[int]) -> np.ndarray:
-        """P(next | ids) (V,) in float64, from the last ``order - 1`` ids (fewer at the start):
-        ``_probs``' numbers from the same operations, order by order, with nothing
-        remembered (on unseen text a remembered context is rarely asked for again)."""
+        """P(next | ids) (V,) in float64, from the last ``order - 1`` ids (fewer at the start),
+        order by order from the uniform prior up, with nothing remembered (on unseen text a
+        context is rarely asked for again)."""
         orders = self._orders()
         probs = np.full(self.vocab_size, 1.0 / self.vocab_size)
         for k, code in enumerate(self._codes(ids)):
@@ -265,34 +266,12 @@ class NGramDraft:
             probs = (row + self.smoothing * probs) / (n + self.smoothing)
         return probs
 
-    def _probs(self, ids) -> np.ndarray:
-        """P(next | ids) (V,) in float64, ids being the last k < order ids (k may be 0)."""
-        k, code = len(ids), 0
-        for i in ids:
-            code = code * self.vocab_size + i
-        key = (k, code)
-        probs = self._memo.get(key)
-        if probs is not None:
-            return probs
-        prior = (np.full(self.vocab_size, 1.0 / self.vocab_size) if k == 0
-                 else self._probs(ids[1:]))
-        contexts, starts, nexts, counts = self._counts[k]
-        j = int(np.searchsorted(contexts, code))
-        row = np.zeros(self.vocab_size)
-        if j < len(contexts) and contexts[j] == code:
-            row[nexts[starts[j]:starts[j + 1]]] = counts[starts[j]:starts[j + 1]]
-        probs = (row + self.smoothing * prior) / (row.sum() + self.smoothing)
-        if len(self._memo) >= self.MEMO_LIMIT:
-            self._memo.clear()
-        self._memo[key] = probs
-        return probs
-
     def distribution(self, ids: list[int]) -> torch.Tensor:
         """log P(next | ids) (V,) from the last ``order - 1`` ids (fewer at the start)."""
         ctx = tuple(ids[len(ids) - min(self.order - 1, len(ids)):])
         out = self._logits.get(ctx)
         if out is None:
-            out = torch.from_numpy(np.log(self._probs(ctx))).float()
+            out = torch.from_numpy(np.log(self.probs(list(ctx)))).float()
             if len(self._logits) >= self.MEMO_LIMIT:
                 self._logits.clear()
             self._logits[ctx] = out
@@ -301,7 +280,6 @@ class NGramDraft:
     def forget(self) -> None:
         """Drop every remembered distribution: the next lookups cost what they cost on text
         this draft has never seen (the bench calls this before each timed run)."""
-        self._memo.clear()
         self._logits.clear()
 
     def start(self, ids: list[int], max_len: int) -> None:

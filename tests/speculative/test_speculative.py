@@ -339,7 +339,7 @@ def test_the_bench_times_unseen_text(tiny, tok, monkeypatch, fresh):
     real_spec, real_plain = benchmark.speculative_decode, benchmark.generate
 
     def spec(*args, seed, **kw):
-        calls.append(("spec", seed, len(ngram._memo)))
+        calls.append(("spec", seed, len(ngram._logits)))
         return real_spec(*args, seed=seed, **kw)
 
     def plain(*args, seed, **kw):
