@@ -220,22 +220,32 @@ def _decode_run(model, tok, prompts: list[str], new_tokens: int, temperature: fl
 def flops_headline(model, tok, batch: int = 256, new_tokens: int = 64,
                    repeats: int = 9) -> dict:
     """Decode FLOP/s at ``batch`` rows against this CPU's matmul peak, measured in pairs:
-    each repeat times the peak (``measure_matmul_flops``, best of 3) right beside a
-    generation of ``new_tokens`` characters after 64-character prompts. The ratio per pair
-    is (the decode steps' FLOPs / the peak) over their measured time."""
+    each repeat times the peak (``measure_matmul_flops``, best of 3) and the memory
+    bandwidth (``measure_bandwidth``) right beside a generation of ``new_tokens`` characters
+    after 64-character prompts. The ratio per pair is (the decode steps' FLOPs / the peak)
+    over their measured time. ``ceiling`` is the most the roofline allows: each step takes
+    at least the longer of its FLOPs at the peak and its bytes (the weights, and every row's
+    cached keys and values) at the bandwidth (median over the repeats)."""
     spec = roofline.ModelSpec.from_model(model)
     prompts, device = _prompts(batch), model_device(model)
     _decode_run(model, tok, prompts, 8)  # warm-up: allocation, first-touch of the cache
-    at_peak, seconds, peaks = [], [], []
+    at_peak, seconds, peaks, ceilings, bandwidths = [], [], [], [], []
     for _ in range(repeats):
         peaks.append(roofline.measure_matmul_flops(device, repeats=3))
+        bandwidths.append(roofline.measure_bandwidth(device, repeats=3))
         decode_s, contexts = _decode_run(model, tok, prompts, new_tokens)
-        flops = sum(roofline.pass_flops(spec, 1, batch, c) for c in contexts)
-        at_peak.append(flops / peaks[-1])
+        steps = [(roofline.pass_flops(spec, 1, batch, c) / peaks[-1],
+                  roofline.pass_bytes(spec, 1, batch, c) / bandwidths[-1]) for c in contexts]
+        at_peak.append(sum(f for f, _ in steps))
+        ceilings.append(at_peak[-1] / sum(max(f, m) for f, m in steps))
         seconds.append(decode_s)
     r = paired_ratio(at_peak, seconds)  # (seconds at peak) / (seconds taken) = the fraction
+    flops = sum(roofline.pass_flops(spec, 1, batch, c) for c in contexts)
     return {**_summary(r, repeats), "batch": batch, "peak_flops": statistics.median(peaks),
-            "achieved_flops": flops / statistics.median(seconds)}
+            "achieved_flops": flops / statistics.median(seconds),
+            "ceiling": statistics.median(ceilings), "bandwidth": statistics.median(bandwidths),
+            "step_bytes": statistics.mean(roofline.pass_bytes(spec, 1, batch, c)
+                                          for c in contexts)}
 
 
 def bandwidth_headline(model, tok, new_tokens: int = 128, repeats: int = 9) -> dict:
@@ -284,7 +294,9 @@ def headline_text(h: dict) -> str:
         f"token; identical text: {pe['same_text']})   goal >= 2x",
         f"  d. batch-{fl['batch']} decode FLOP/s over the measured matmul peak: {ci(fl, '%')} "
         f"({fl['achieved_flops'] / 1e9:.1f} of {fl['peak_flops'] / 1e9:.1f} GFLOP/s)   "
-        "goal >= 50%",
+        f"goal >= 50%; the roofline allows at most {fl['ceiling']:.0%} (a step moves "
+        f"{fl['step_bytes'] / 1e6:.0f} MB of weights and cached keys and values, at "
+        f"{fl['bandwidth'] / 1e9:.1f} GB/s)",
         f"  e. batch-1 decode step over its bandwidth bound (weights {bw['weight_bytes'] / 1e6:.1f}"
         f" MB and the cached keys and values, at {bw['bandwidth'] / 1e9:.1f} GB/s): {ci(bw)} "
         f"(step {bw['step_ms']:.3f} ms, bound {bw['bound_ms']:.3f} ms)"])

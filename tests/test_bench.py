@@ -39,6 +39,10 @@ def test_the_peer_flops_and_bandwidth_headlines(pair, tok):
     flops = bench.flops_headline(model, tok, batch=4, new_tokens=6, repeats=3)
     _interval_holds(flops, 3)
     assert flops["batch"] == 4 and flops["achieved_flops"] > 0
+    # the roofline's ceiling: a fraction, below 1 where a step's bytes outlast its FLOPs,
+    # and the bytes are the weights plus every row's cached keys and values
+    assert 0 < flops["ceiling"] <= 1 and flops["bandwidth"] > 0
+    assert flops["step_bytes"] > 4 * model.num_params()
     bw = bench.bandwidth_headline(model, tok, new_tokens=6, repeats=3)
     _interval_holds(bw, 3)
     assert bw["bound_ms"] > 0 and bw["weight_bytes"] == 4 * model.num_params()
@@ -47,5 +51,6 @@ def test_the_peer_flops_and_bandwidth_headlines(pair, tok):
         "peers": peers, "flops": flops, "bandwidth": bw})
     for label in ("a. speculative vs plain, unseen text", "b. the same setting",
                   "c. ours vs transformers", "d. batch-4 decode FLOP/s",
+                  "the roofline allows at most",
                   "e. batch-1 decode step over its bandwidth bound"):
         assert label in text
