@@ -76,9 +76,15 @@ class KVCache(nn.Module):
     def update(self, slots: slice | torch.Tensor, k: torch.Tensor, v: torch.Tensor):
         """Write k, v (B, nh, T, hs) at ``slots`` (a slice, or T slot numbers); return the
         whole cache."""
-        self.k_cache[:, :, slots] = k
-        self.v_cache[:, :, slots] = v
-        return self.k_cache, self.v_cache
+        k_cache, v_cache = self._buffers["k_cache"], self._buffers["v_cache"]
+        if isinstance(slots, slice):  # consecutive slots: a plain copy into a view, which
+            # costs less than indexing's general path and writes the same values
+            k_cache.narrow(2, slots.start, slots.stop - slots.start).copy_(k)
+            v_cache.narrow(2, slots.start, slots.stop - slots.start).copy_(v)
+        else:
+            k_cache[:, :, slots] = k
+            v_cache[:, :, slots] = v
+        return k_cache, v_cache
 
     def reorder(self, rows: torch.Tensor) -> None:
         """Keep cache rows ``rows`` (beam search re-ranking): row i becomes old row rows[i]."""
@@ -162,7 +168,8 @@ class KVCacheHandle:
         if self.batch != B:
             raise ValueError(f"idx has {B} rows but the KV cache was set up for batch "
                              f"{self.batch}: feed one row per cache row")
-        first, end = int(input_pos[0]), int(input_pos[-1]) + 1
+        slots_fed = input_pos.tolist()
+        first, end = slots_fed[0], slots_fed[-1] + 1
         if self.max_len < end:
             raise ValueError(f"input_pos reaches slot {end - 1} but the KV cache holds "
                              f"{self.max_len} slots (0..{self.max_len - 1}); set it up with "
@@ -260,14 +267,14 @@ class CausalSelfAttention(nn.Module):
         with the heads merged again: (B, T, C), before the output projection."""
         B, T, C = qkv.shape[0], qkv.shape[1], qkv.shape[2] // 3
         # (B, T, 3C) -> (B, nh, T, hs) each
-        q, k, v = qkv.view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv.view(B, T, 3, self.n_head, self.head_dim).permute(2, 0, 3, 1, 4).unbind(0)
         if attend is None:
             y = F.scaled_dot_product_attention(
                 q, k, v, is_causal=True, dropout_p=self.dropout if self.training else 0.0)
         else:
             k_all, v_all = self.kv_cache.update(attend.slots, k, v)
             S = attend.length  # only the slots up to the last query can be visible
-            y = F.scaled_dot_product_attention(q, k_all[:, :, :S], v_all[:, :, :S],
+            y = F.scaled_dot_product_attention(q, k_all.narrow(2, 0, S), v_all.narrow(2, 0, S),
                                                attn_mask=attend.mask)
         return y.transpose(1, 2).reshape(B, T, C)  # (B, nh, T, hs) -> (B, T, C)
 
@@ -314,8 +321,8 @@ class Block(nn.Module):
 
 def _layer_norm(ln: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
     """What ``ln(x)`` computes, called as a function."""
-    p = ln._parameters
-    return F.layer_norm(x, ln.normalized_shape, p["weight"], p["bias"], ln.eps)
+    p = ln._parameters  # torch.layer_norm: the kernel F.layer_norm calls, without its checks
+    return torch.layer_norm(x, ln.normalized_shape, p["weight"], p["bias"], ln.eps)
 
 
 class Transformer(nn.Module):
