@@ -58,18 +58,10 @@ book: $(STAMP) book/_vendor/.stamp
 
 # --- tests: ruff (the rules in pyproject.toml); then unit tests, every notebook re-executed
 # and compared (under the pinned numerics by nbval, and once more under native kernels by
-# tests/site/test_portable_outputs.py), the built site in a browser.
-# Two pytest sessions run side by side: nbval over notebooks/ (its report goes to NBVAL_LOG
-# and is printed after the other's) and everything in tests/. Each chapter's kernel is pinned
-# to one thread, so in one session the second core would sit idle while they ran.
-NBVAL_LOG := _build/nbval.log
+# tests/site/test_portable_outputs.py), the built site in a browser
 test: book
 	$(BIN)/ruff check .
-	@$(PINNED) $(BIN)/python -m pytest notebooks $(NBVAL) -p no:cacheprovider > $(NBVAL_LOG) 2>&1 & \
-	nb=$$!; trap 'kill $$nb 2>/dev/null' INT TERM; \
-	$(PINNED) $(BIN)/python -m pytest tests -m "not gpu" -p no:cacheprovider; rest=$$?; \
-	wait $$nb; nbrc=$$?; echo "--- nbval over notebooks/ ($(NBVAL_LOG)) ---"; cat $(NBVAL_LOG); \
-	test $$rest -eq 0 && test $$nbrc -eq 0
+	$(PINNED) $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
 # On a GPU machine whose Python already has a CUDA build of torch: make test-gpu GPU_PYTHON=python3
 GPU_PYTHON ?= $(BIN)/python

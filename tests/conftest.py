@@ -30,9 +30,9 @@ SHOWN_TEST = "test_shown_cells_run_alone"
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they deselect
 def pytest_collection_modifyitems(session, config, items):
     """Start the cross-environment output check in the background as soon as the session is
-    collected, and move its test to the end: it re-executes every chapter on one thread
-    beside the unit tests, the browser tests and (under `make test`) nbval's own session.
-    The shown-cells run starts then too, niced, and its test goes last."""
+    collected, and move its test to the end: it re-executes every chapter on one core while
+    the unit tests, nbval and the browser tests use the other. The shown-cells run starts
+    then too, niced, and its test goes last."""
     portable = [item for item in items if item.name == PORTABLE_TEST]
     if portable:
         from tests.site.test_portable_outputs import start_native_compare

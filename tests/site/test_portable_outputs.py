@@ -101,7 +101,7 @@ def test_notebooks_were_executed_under_the_pinned_numerics():
 @pytest.mark.slow
 def test_stored_outputs_reproduce_under_native_kernels(request):
     # started when the session began (tests/conftest.py), and moved to the end of the session,
-    # so that it re-executes the chapters while the rest of the suite runs
+    # so that it re-executes the chapters on one core while nbval uses the other
     proc, work = getattr(request.config, "portable_compare", None) or start_native_compare()
     try:
         proc.wait(timeout=1800)
