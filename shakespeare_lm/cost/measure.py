@@ -81,7 +81,8 @@ def measure_model_costs(model, tok, device: str | torch.device = "cpu", *,
     - ``decode``: seconds per generated token at each context, with and without the cache;
     - ``batching``: decode tokens/s over the batch and seconds per token per request;
     - ``hardware``: this device's measured bandwidth and matmul FLOP/s (if ``probe``).
-    Each entry is the median of ``repeats`` runs, the first with ``warmup=True``.
+    Each entry is the median of ``repeats`` runs, the first with ``warmup=True``, with the
+    fastest and slowest of them beside it (the keys ending ``_low`` and ``_high``).
     The model is moved to ``device`` and left there.
     """
     model = model.to(device)
@@ -103,23 +104,31 @@ def measure_model_costs(model, tok, device: str | torch.device = "cpu", *,
     for batch in prefill_batches:
         for n in prompt_lengths:
             runs = _median_timings(model, tok, [_prompt(n)] * batch, 1, repeats)
+            seconds = [t.prefill_s for t in runs]
             out["prefill"].append({"prompt_len": n, "batch": batch,
-                                   "seconds": statistics.median(t.prefill_s for t in runs)})
+                                   "seconds": statistics.median(seconds),
+                                   "seconds_low": min(seconds), "seconds_high": max(seconds)})
 
     out["decode"] = []
     for use_cache in (True, False):
         for c in contexts:
             runs = _median_timings(model, tok, [_prompt(c)], decode_steps + 1, repeats,
                                    use_cache=use_cache)
+            per_token = [t.time_per_output_token_s for t in runs]
             out["decode"].append({
                 "context": c + decode_steps // 2, "use_cache": use_cache,
-                "seconds_per_token": statistics.median(t.time_per_output_token_s for t in runs)})
+                "seconds_per_token": statistics.median(per_token),
+                "seconds_per_token_low": min(per_token),
+                "seconds_per_token_high": max(per_token)})
 
     out["batching"] = []
     for batch in batch_sizes:
         runs = _median_timings(model, tok, [_prompt(batch_prompt_len)] * batch,
                                batch_new_tokens + 1, repeats)
-        per_token = statistics.median(t.time_per_output_token_s for t in runs)
+        times = [t.time_per_output_token_s for t in runs]
+        per_token = statistics.median(times)
         out["batching"].append({"batch": batch, "context": batch_prompt_len + batch_new_tokens // 2,
-                                "seconds_per_token": per_token, "tokens_per_s": batch / per_token})
+                                "seconds_per_token": per_token, "tokens_per_s": batch / per_token,
+                                "seconds_per_token_low": min(times),
+                                "seconds_per_token_high": max(times)})
     return out

@@ -229,7 +229,7 @@ def test_probes_return_positive_rates():
 def test_measure_model_costs_returns_plain_numbers(tiny, tok):
     out = rf.measure_model_costs(tiny, tok, "cpu", prompt_lengths=(1, 8), prefill_batches=(1, 2),
                                  contexts=(4, 16), decode_steps=3, batch_sizes=(1, 3),
-                                 batch_prompt_len=5, batch_new_tokens=3, repeats=1, probe=False)
+                                 batch_prompt_len=5, batch_new_tokens=3, repeats=3, probe=False)
     assert [(r["prompt_len"], r["batch"]) for r in out["prefill"]] == [
         (1, 1), (8, 1), (1, 2), (8, 2)]
     assert [(r["context"], r["use_cache"]) for r in out["decode"]] == [
@@ -238,6 +238,10 @@ def test_measure_model_costs_returns_plain_numbers(tiny, tok):
     for row in out["prefill"] + out["decode"] + out["batching"]:
         assert all(isinstance(v, (int, float, bool)) for v in row.values())
     assert all(r["seconds"] > 0 for r in out["prefill"])
+    # each median lies within the fastest and slowest of its runs
+    assert all(r["seconds_low"] <= r["seconds"] <= r["seconds_high"] for r in out["prefill"])
+    assert all(r["seconds_per_token_low"] <= r["seconds_per_token"]
+               <= r["seconds_per_token_high"] for r in out["decode"] + out["batching"])
     assert out["n_params"] == tiny.num_params() and out["bytes_per_weight"] == 4
 
 
