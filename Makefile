@@ -58,13 +58,10 @@ book: $(STAMP) book/_vendor/.stamp
 
 # --- tests: ruff (the rules in pyproject.toml); then unit tests, every notebook re-executed
 # and compared (under the pinned numerics by nbval, and once more under native kernels by
-# tests/site/test_portable_outputs.py), the built site in a browser. nbval goes first: its
-# kernels are pinned to one thread, and so are the two chapter runs tests/conftest.py starts
-# in the background, so together they fill both cores; the browser tests, which use both
-# cores alone, come after.
+# tests/site/test_portable_outputs.py), the built site in a browser
 test: book
 	$(BIN)/ruff check .
-	$(PINNED) $(BIN)/python -m pytest notebooks tests $(NBVAL) -m "not gpu" -p no:cacheprovider
+	$(PINNED) $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
 # On a GPU machine whose Python already has a CUDA build of torch: make test-gpu GPU_PYTHON=python3
 GPU_PYTHON ?= $(BIN)/python

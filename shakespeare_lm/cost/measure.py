@@ -69,6 +69,12 @@ def _median_timings(model, tok, prompts, max_new_tokens: int, repeats: int, **kw
     return runs
 
 
+def _spread(key: str, values: list[float]) -> dict:
+    """The median of ``values`` as ``key``, the fastest and slowest as ``key``_low, _high."""
+    return {key: statistics.median(values), f"{key}_low": min(values),
+            f"{key}_high": max(values)}
+
+
 def measure_model_costs(model, tok, device: str | torch.device = "cpu", *,
                         prompt_lengths=(1, 16, 64, 128, 255), prefill_batches=(1, 8),
                         contexts=(8, 64, 128, 192, 240), decode_steps: int = 8,
@@ -104,31 +110,23 @@ def measure_model_costs(model, tok, device: str | torch.device = "cpu", *,
     for batch in prefill_batches:
         for n in prompt_lengths:
             runs = _median_timings(model, tok, [_prompt(n)] * batch, 1, repeats)
-            seconds = [t.prefill_s for t in runs]
             out["prefill"].append({"prompt_len": n, "batch": batch,
-                                   "seconds": statistics.median(seconds),
-                                   "seconds_low": min(seconds), "seconds_high": max(seconds)})
+                                   **_spread("seconds", [t.prefill_s for t in runs])})
 
     out["decode"] = []
     for use_cache in (True, False):
         for c in contexts:
             runs = _median_timings(model, tok, [_prompt(c)], decode_steps + 1, repeats,
                                    use_cache=use_cache)
-            per_token = [t.time_per_output_token_s for t in runs]
             out["decode"].append({
                 "context": c + decode_steps // 2, "use_cache": use_cache,
-                "seconds_per_token": statistics.median(per_token),
-                "seconds_per_token_low": min(per_token),
-                "seconds_per_token_high": max(per_token)})
+                **_spread("seconds_per_token", [t.time_per_output_token_s for t in runs])})
 
     out["batching"] = []
     for batch in batch_sizes:
         runs = _median_timings(model, tok, [_prompt(batch_prompt_len)] * batch,
                                batch_new_tokens + 1, repeats)
-        times = [t.time_per_output_token_s for t in runs]
-        per_token = statistics.median(times)
+        timed = _spread("seconds_per_token", [t.time_per_output_token_s for t in runs])
         out["batching"].append({"batch": batch, "context": batch_prompt_len + batch_new_tokens // 2,
-                                "seconds_per_token": per_token, "tokens_per_s": batch / per_token,
-                                "seconds_per_token_low": min(times),
-                                "seconds_per_token_high": max(times)})
+                                **timed, "tokens_per_s": batch / timed["seconds_per_token"]})
     return out
