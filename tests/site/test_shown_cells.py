@@ -150,15 +150,13 @@ def run_shown(path: Path, timeout: int = 600) -> list[str]:
 
 
 def start_shown_run() -> tuple[subprocess.Popen, Path]:
-    """Start ``python -m tests.site.test_shown_cells`` on every chapter in the background,
-    at a lower priority (``nice 10``): it takes what the cores leave while the rest of the
-    suite runs. Its report goes to a file."""
+    """Start ``python -m tests.site.test_shown_cells`` on every chapter in the background
+    (tests/conftest.py starts it beside nbval's chapters). Its report goes to a file."""
     work = Path(tempfile.mkdtemp(prefix="shown-cells-"))
     with open(work / "report.txt", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tests.site.test_shown_cells",
                                  *map(str, NOTEBOOKS)], cwd=ROOT, stdout=log,
-                                stderr=subprocess.STDOUT, text=True,
-                                preexec_fn=lambda: os.nice(10))
+                                stderr=subprocess.STDOUT, text=True)
     return proc, work
 
 
