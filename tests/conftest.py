@@ -33,36 +33,35 @@ SHOWN_TEST = "test_shown_cells_run_alone"
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they deselect
 def pytest_collection_modifyitems(session, config, items):
     """Move the cross-environment output check and the shown-cells run to the end of the
-    session. Both re-execute every chapter on one thread, in the background: they start
-    when the tests of tests/ are done (``pytest_runtest_teardown``), beside nbval's chapters,
-    which are on one thread too, so the three fill both cores while the browser tests,
-    which use both cores themselves, run alone before them."""
-    late = {PORTABLE_TEST, SHOWN_TEST}
-    config.background_runs = [item.name for item in items if item.name in late]
-    items[:] = ([item for item in items if item.name not in late]
-                + [item for item in items if item.name == PORTABLE_TEST]
-                + [item for item in items if item.name == SHOWN_TEST])
-
-
-def pytest_runtest_teardown(item, nextitem):
-    """Start the background chapter runs once the next test is a chapter's (nbval) or one of
-    their own: the last of the other tests in tests/ is done."""
-    config = item.config
-    names = getattr(config, "background_runs", [])
-    if not names or item.name in names or (
-            nextitem is not None and nextitem.name not in names
-            and TESTS_DIR in nextitem.path.parents):
-        return  # (a background run's own test, run first, starts its run itself)
-    config.background_runs = []
-    if PORTABLE_TEST in names:
+    session; both re-execute every chapter on one thread, in the background. The check
+    starts now, beside the unit and browser tests, which leave a core idle much of the time
+    (they wait on pages). The shown-cells run starts when the tests of tests/ are done
+    (``pytest_runtest_teardown``), beside nbval's chapters, which use one thread."""
+    portable = [item for item in items if item.name == PORTABLE_TEST]
+    if portable:
         from tests.site.test_portable_outputs import start_native_compare
 
         proc, work = start_native_compare()
         config.portable_compare = (proc, work)
         config.add_cleanup(lambda: proc.poll() is None and proc.kill())
-    if SHOWN_TEST in names:
-        from tests.site.test_shown_cells import start_shown_run
+    shown = [item for item in items if item.name == SHOWN_TEST]
+    config.shown_pending = bool(shown)
+    late = {PORTABLE_TEST, SHOWN_TEST}
+    items[:] = [item for item in items if item.name not in late] + portable + shown
 
-        shown_proc, shown_work = start_shown_run()
-        config.shown_run = (shown_proc, shown_work)
-        config.add_cleanup(lambda: shown_proc.poll() is None and shown_proc.kill())
+
+def pytest_runtest_teardown(item, nextitem):
+    """Start the shown-cells run once the next test is a chapter's (nbval) or one of the two
+    moved to the end: the other tests in tests/ are done."""
+    config = item.config
+    late = (PORTABLE_TEST, SHOWN_TEST)
+    if not getattr(config, "shown_pending", False) or item.name in late or (
+            nextitem is not None and nextitem.name not in late
+            and TESTS_DIR in nextitem.path.parents):
+        return  # (the shown-cells test, run first, starts its run itself)
+    config.shown_pending = False
+    from tests.site.test_shown_cells import start_shown_run
+
+    proc, work = start_shown_run()
+    config.shown_run = (proc, work)
+    config.add_cleanup(lambda: proc.poll() is None and proc.kill())

@@ -162,7 +162,8 @@ def start_shown_run() -> tuple[subprocess.Popen, Path]:
 
 @pytest.mark.slow
 def test_shown_cells_run_alone(request):
-    # started when the session began (tests/conftest.py) and moved to the end of it
+    # started when the tests of tests/ were done (tests/conftest.py), beside nbval, and moved
+    # to the end of the session
     proc, work = getattr(request.config, "shown_run", None) or start_shown_run()
     try:
         proc.wait(timeout=3600)
