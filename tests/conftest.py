@@ -1,5 +1,3 @@
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -25,18 +23,16 @@ def tiny():
     return make_tiny()
 
 
-TESTS_DIR = Path(__file__).resolve().parent
 PORTABLE_TEST = "test_stored_outputs_reproduce_under_native_kernels"
 SHOWN_TEST = "test_shown_cells_run_alone"
 
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they deselect
 def pytest_collection_modifyitems(session, config, items):
-    """Move the cross-environment output check and the shown-cells run to the end of the
-    session; both re-execute every chapter on one thread, in the background. The check
-    starts now, beside the unit and browser tests, which leave a core idle much of the time
-    (they wait on pages). The shown-cells run starts when the tests of tests/ are done
-    (``pytest_runtest_teardown``), beside nbval's chapters, which use one thread."""
+    """Start the cross-environment output check in the background as soon as the session is
+    collected, and move its test to the end: it re-executes every chapter on one core while
+    the unit tests, nbval and the browser tests use the other. The shown-cells run starts
+    then too, niced, and its test goes last."""
     portable = [item for item in items if item.name == PORTABLE_TEST]
     if portable:
         from tests.site.test_portable_outputs import start_native_compare
@@ -44,24 +40,13 @@ def pytest_collection_modifyitems(session, config, items):
         proc, work = start_native_compare()
         config.portable_compare = (proc, work)
         config.add_cleanup(lambda: proc.poll() is None and proc.kill())
+    # the shown cells of every chapter, run alone: in the background too, at a lower priority
     shown = [item for item in items if item.name == SHOWN_TEST]
-    config.shown_pending = bool(shown)
+    if shown:
+        from tests.site.test_shown_cells import start_shown_run
+
+        shown_proc, shown_work = start_shown_run()
+        config.shown_run = (shown_proc, shown_work)
+        config.add_cleanup(lambda: shown_proc.poll() is None and shown_proc.kill())
     late = {PORTABLE_TEST, SHOWN_TEST}
     items[:] = [item for item in items if item.name not in late] + portable + shown
-
-
-def pytest_runtest_teardown(item, nextitem):
-    """Start the shown-cells run once the next test is a chapter's (nbval) or one of the two
-    moved to the end: the other tests in tests/ are done."""
-    config = item.config
-    late = (PORTABLE_TEST, SHOWN_TEST)
-    if not getattr(config, "shown_pending", False) or item.name in late or (
-            nextitem is not None and nextitem.name not in late
-            and TESTS_DIR in nextitem.path.parents):
-        return  # (the shown-cells test, run first, starts its run itself)
-    config.shown_pending = False
-    from tests.site.test_shown_cells import start_shown_run
-
-    proc, work = start_shown_run()
-    config.shown_run = (proc, work)
-    config.add_cleanup(lambda: proc.poll() is None and proc.kill())

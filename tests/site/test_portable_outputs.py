@@ -100,8 +100,8 @@ def test_notebooks_were_executed_under_the_pinned_numerics():
 
 @pytest.mark.slow
 def test_stored_outputs_reproduce_under_native_kernels(request):
-    # started when the session began (tests/conftest.py), beside the rest of the suite, and
-    # moved to the end of the session
+    # started when the session began (tests/conftest.py), and moved to the end of the session,
+    # so that it re-executes the chapters on one core while nbval uses the other
     proc, work = getattr(request.config, "portable_compare", None) or start_native_compare()
     try:
         proc.wait(timeout=1800)

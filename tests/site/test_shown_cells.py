@@ -150,20 +150,21 @@ def run_shown(path: Path, timeout: int = 600) -> list[str]:
 
 
 def start_shown_run() -> tuple[subprocess.Popen, Path]:
-    """Start ``python -m tests.site.test_shown_cells`` on every chapter in the background
-    (tests/conftest.py starts it beside nbval's chapters). Its report goes to a file."""
+    """Start ``python -m tests.site.test_shown_cells`` on every chapter in the background,
+    at a lower priority (``nice 10``): it takes what the cores leave while the rest of the
+    suite runs. Its report goes to a file."""
     work = Path(tempfile.mkdtemp(prefix="shown-cells-"))
     with open(work / "report.txt", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tests.site.test_shown_cells",
                                  *map(str, NOTEBOOKS)], cwd=ROOT, stdout=log,
-                                stderr=subprocess.STDOUT, text=True)
+                                stderr=subprocess.STDOUT, text=True,
+                                preexec_fn=lambda: os.nice(10))
     return proc, work
 
 
 @pytest.mark.slow
 def test_shown_cells_run_alone(request):
-    # started when the tests of tests/ were done (tests/conftest.py), beside nbval, and moved
-    # to the end of the session
+    # started when the session began (tests/conftest.py) and moved to the end of it
     proc, work = getattr(request.config, "shown_run", None) or start_shown_run()
     try:
         proc.wait(timeout=3600)
