@@ -223,9 +223,10 @@ def flops_headline(model, tok, batch: int = 256, new_tokens: int = 64,
     each repeat times the peak (``measure_matmul_flops``, best of 3) and the memory
     bandwidth (``measure_bandwidth``) right beside a generation of ``new_tokens`` characters
     after 64-character prompts. The ratio per pair is (the decode steps' FLOPs / the peak)
-    over their measured time. ``ceiling`` is the most the roofline allows: each step takes
-    at least the longer of its FLOPs at the peak and its bytes (the weights, and every row's
-    cached keys and values) at the bandwidth (median over the repeats)."""
+    over their measured time. ``ceiling`` is the most the roofline allows: the steps'
+    seconds at the peak over their roofline seconds (``pass_cost`` on this CPU as measured,
+    each step the longer of its FLOPs at the peak and its bytes, the weights and every row's
+    cached keys and values, at the bandwidth), median over the repeats."""
     spec = roofline.ModelSpec.from_model(model)
     prompts, device = _prompts(batch), model_device(model)
     _decode_run(model, tok, prompts, 8)  # warm-up: allocation, first-touch of the cache
@@ -234,18 +235,16 @@ def flops_headline(model, tok, batch: int = 256, new_tokens: int = 64,
         peaks.append(roofline.measure_matmul_flops(device, repeats=3))
         bandwidths.append(roofline.measure_bandwidth(device, repeats=3))
         decode_s, contexts = _decode_run(model, tok, prompts, new_tokens)
-        steps = [(roofline.pass_flops(spec, 1, batch, c) / peaks[-1],
-                  roofline.pass_bytes(spec, 1, batch, c) / bandwidths[-1]) for c in contexts]
-        at_peak.append(sum(f for f, _ in steps))
-        ceilings.append(at_peak[-1] / sum(max(f, m) for f, m in steps))
+        hw = roofline.Hardware("this CPU (measured)", peaks[-1], bandwidths[-1])
+        steps = [roofline.pass_cost(spec, hw, 1, batch, c) for c in contexts]
+        at_peak.append(sum(s.compute_s for s in steps))
+        ceilings.append(at_peak[-1] / sum(s.seconds for s in steps))
         seconds.append(decode_s)
     r = paired_ratio(at_peak, seconds)  # (seconds at peak) / (seconds taken) = the fraction
-    flops = sum(roofline.pass_flops(spec, 1, batch, c) for c in contexts)
     return {**_summary(r, repeats), "batch": batch, "peak_flops": statistics.median(peaks),
-            "achieved_flops": flops / statistics.median(seconds),
+            "achieved_flops": sum(s.flops for s in steps) / statistics.median(seconds),
             "ceiling": statistics.median(ceilings), "bandwidth": statistics.median(bandwidths),
-            "step_bytes": statistics.mean(roofline.pass_bytes(spec, 1, batch, c)
-                                          for c in contexts)}
+            "step_bytes": statistics.mean(s.bytes for s in steps)}
 
 
 def bandwidth_headline(model, tok, new_tokens: int = 128, repeats: int = 9) -> dict:
