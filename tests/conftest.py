@@ -32,7 +32,9 @@ def pytest_collection_modifyitems(session, config, items):
     """Start the cross-environment output check in the background as soon as the session is
     collected, and move its test to the end: it re-executes every chapter on one core while
     the unit tests, nbval and the browser tests use the other. The shown-cells run starts
-    then too, niced, and its test goes last."""
+    then too, niced, and its test goes last. The later chapters' nbval cells leave the
+    session for a second process that starts when both background runs have ended
+    (tests/site/test_late_nbval.py); its test goes last of all."""
     portable = [item for item in items if item.name == PORTABLE_TEST]
     if portable:
         from tests.site.test_portable_outputs import start_native_compare
@@ -48,5 +50,13 @@ def pytest_collection_modifyitems(session, config, items):
         shown_proc, shown_work = start_shown_run()
         config.shown_run = (shown_proc, shown_work)
         config.add_cleanup(lambda: shown_proc.poll() is None and shown_proc.kill())
-    late = {PORTABLE_TEST, SHOWN_TEST}
-    items[:] = [item for item in items if item.name not in late] + portable + shown
+    # the later chapters' nbval: in a second process once both background runs have ended
+    from tests.site.test_late_nbval import LATE_TEST, start_late_nbval
+
+    waits = [run[0] for run in (getattr(config, "portable_compare", None),
+                                getattr(config, "shown_run", None)) if run]
+    if waits:
+        items[:] = start_late_nbval(config, items, waits)
+    late_nbval = [item for item in items if item.name == LATE_TEST]
+    late = {PORTABLE_TEST, SHOWN_TEST, LATE_TEST}
+    items[:] = [item for item in items if item.name not in late] + portable + shown + late_nbval
