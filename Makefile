@@ -58,10 +58,13 @@ book: $(STAMP) book/_vendor/.stamp
 
 # --- tests: ruff (the rules in pyproject.toml); then unit tests, every notebook re-executed
 # and compared (under the pinned numerics by nbval, and once more under native kernels by
-# tests/site/test_portable_outputs.py), the built site in a browser
+# tests/site/test_portable_outputs.py), the built site in a browser. The chapters' timings
+# run on one thread with OpenMP's passive wait policy (SLM_TIMING_THREADS=1, read by
+# shakespeare_lm.timing.native_environment): several chapters run at once here, and nothing
+# compares their timings.
 test: book
 	$(BIN)/ruff check .
-	$(PINNED) $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
+	$(PINNED) SLM_TIMING_THREADS=1 $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
 # On a GPU machine whose Python already has a CUDA build of torch: make test-gpu GPU_PYTHON=python3
 GPU_PYTHON ?= $(BIN)/python

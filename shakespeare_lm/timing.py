@@ -199,12 +199,25 @@ def pinned() -> bool:
     return any(name in os.environ for name in PINNED_VARIABLES)
 
 
+TIMING_THREADS = "SLM_TIMING_THREADS"
+
+
 def native_environment() -> dict[str, str]:
     """This process's environment without the pinned numerics: the native kernels and every
-    core, with OpenMP's default wait policy, as ``make bench`` runs."""
+    core, with OpenMP's default wait policy, as ``make bench`` runs.
+
+    With ``SLM_TIMING_THREADS=n`` set, the native process gets n threads and OpenMP's
+    passive wait policy instead. ``make test`` sets it to 1: it runs several chapters at
+    once, and a timing job whose idle threads spin on every core fights them for the cores
+    (in one run of the suite on 2 cores, the chapters' timing jobs used 876 s of CPU, half
+    of all it used). The suite does not compare timings; it only runs them."""
     import os
 
-    return {k: v for k, v in os.environ.items() if k not in PINNED_VARIABLES}
+    env = {k: v for k, v in os.environ.items() if k not in PINNED_VARIABLES}
+    threads = env.get(TIMING_THREADS)
+    if threads:
+        env.update(OMP_NUM_THREADS=threads, MKL_NUM_THREADS=threads, OMP_WAIT_POLICY="PASSIVE")
+    return env
 
 
 def natively(fn: Callable, /, *args, **kwargs):

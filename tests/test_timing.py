@@ -81,3 +81,19 @@ def test_natively_reports_the_native_process_error(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         timing.natively(lambda: 1 / 0)
+
+
+def test_native_environment_drops_the_pinned_set_and_honours_timing_threads(monkeypatch):
+    from shakespeare_lm.timing import PINNED_VARIABLES, TIMING_THREADS, native_environment
+
+    for name in PINNED_VARIABLES:
+        monkeypatch.setenv(name, "1")
+    monkeypatch.delenv(TIMING_THREADS, raising=False)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    env = native_environment()
+    assert not set(PINNED_VARIABLES) & set(env) and "OMP_WAIT_POLICY" not in env
+    monkeypatch.setenv(TIMING_THREADS, "1")
+    env = native_environment()
+    assert (env["OMP_NUM_THREADS"], env["MKL_NUM_THREADS"], env["OMP_WAIT_POLICY"]) == \
+        ("1", "1", "PASSIVE")
+    assert not {"ATEN_CPU_CAPABILITY", "MKL_CBWR", "ONEDNN_MAX_CPU_ISA"} & set(env)
