@@ -32,9 +32,9 @@ def pytest_collection_modifyitems(session, config, items):
     """Start the cross-environment output check in the background as soon as the session is
     collected, and move its test to the end: it re-executes every chapter on one core while
     the unit tests, nbval and the browser tests use the other. The shown-cells run starts
-    then too, niced, and its test goes last. The later chapters' nbval cells leave the
-    session for a second process that starts when both background runs have ended
-    (tests/site/test_late_nbval.py); its test goes last of all."""
+    then too, niced, and its test goes last. Once both background runs have ended, a second
+    pytest process takes nbval's chapters from the last one backwards while the session
+    takes them from the first (tests/site/test_late_nbval.py); its test goes last of all."""
     portable = [item for item in items if item.name == PORTABLE_TEST]
     if portable:
         from tests.site.test_portable_outputs import start_native_compare
@@ -56,7 +56,7 @@ def pytest_collection_modifyitems(session, config, items):
     waits = [run[0] for run in (getattr(config, "portable_compare", None),
                                 getattr(config, "shown_run", None)) if run]
     if waits:
-        items[:] = start_late_nbval(config, items, waits)
+        start_late_nbval(config, items, waits)
     late_nbval = [item for item in items if item.name == LATE_TEST]
     late = {PORTABLE_TEST, SHOWN_TEST, LATE_TEST}
     items[:] = [item for item in items if item.name not in late] + portable + shown + late_nbval
