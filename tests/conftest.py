@@ -50,7 +50,7 @@ def pytest_collection_modifyitems(session, config, items):
         shown_proc, shown_work = start_shown_run()
         config.shown_run = (shown_proc, shown_work)
         config.add_cleanup(lambda: shown_proc.poll() is None and shown_proc.kill())
-    # the later chapters' nbval: in a second process once both background runs have ended
+    # nbval's chapters: shared with a second process once both background runs have ended
     from tests.site.test_late_nbval import LATE_TEST, start_late_nbval
 
     waits = [run[0] for run in (getattr(config, "portable_compare", None),
