@@ -30,18 +30,21 @@ from .decoding.sampler import DecodingConfig, Sampler
 from .decoding.scoring import score_continuations
 from .interop.hf import to_transformers  # transformers is imported only when it is called
 from .model import PRESETS, KVCache, KVCacheHandle, ModelConfig, Transformer, make_model
-from .speculative import SpeculativeGeneration, heads, speculative_decode
+from .speculative import SpeculativeGeneration, eagle, heads, speculative_decode
+from .speculative.eagle import FeatureHead, load_feature_head
 from .speculative.heads import DraftHeads, load_heads
 from .tokenizer import CharTokenizer
 from .weights import WeightsError, load_model, load_pretrained, save_model
 
 __all__ = [
     "BracketListConstraint", "CharTokenizer", "ChoiceConstraint", "Constraint",
-    "ConstraintError", "DecodingConfig", "DraftHeads", "Generation", "KVCache", "KVCacheHandle",
+    "ConstraintError", "DecodingConfig", "DraftHeads", "FeatureHead", "Generation", "KVCache",
+    "KVCacheHandle",
     "ModelConfig", "PRESETS", "RegexConstraint", "Sampler", "SpeculativeGeneration",
     "Timings", "Transformer", "WeightsError", "beam_search", "constrained",
     "contrastive_search", "decode_n_tokens", "decode_one_token", "exact_distributions",
-    "generate", "heads", "load_heads", "load_model", "load_pretrained",
+    "eagle", "generate", "heads", "load_feature_head", "load_heads", "load_model",
+    "load_pretrained",
     "make_model", "prefill", "rejection_sample", "rules", "save_model", "score_continuations",
     "speculative", "speculative_decode", "to_transformers", "total_variation",
 ]

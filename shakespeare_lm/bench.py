@@ -24,6 +24,7 @@ from .decoding.beam import bench_beam_vs_naive
 from .decoding.generate import generate
 from .interop import bench_peers
 from .speculative import BENCH_PROMPT, SPREAD_LIMIT, bench_speculative
+from .speculative.eagle import FEATURE_FILE, load_feature_head
 from .speculative.heads import HEADS_FILE, load_heads
 from .timing import against_baseline, benchmark, model_device, paired_ratio, write_json
 from .weights import load_pretrained
@@ -132,9 +133,9 @@ def speculative_text(sp: dict) -> str:
                      f"{r['tokens_per_pass']:10.2f} ({r['predicted_tokens_per_pass']:.2f})  "
                      f"{r['cost_ratio']:10.3f}  {r['speedup']:6.2f}x [{r['ci_low']:.2f}-"
                      f"{r['ci_high']:.2f}]{flag}{again}")
-        if r["draft"] == "heads":
+        if r["draft"] in ("heads", "EAGLE head"):
             acc = ", ".join(f"{a:.2f}" for a in r["per_position_acceptance"])
-            lines.append(f"   {'':14s} acceptance per head position: {acc}")
+            lines.append(f"   {'':14s} acceptance per draft position: {acc}")
     b = sp["best"]
     trusted = "" if b["trustworthy"] else " (NOT trustworthy: no row was)"
     lines.append(f"   best trustworthy: {b['draft']} at gamma={b['gamma']}, {b['speedup']:.2f}x "
@@ -159,19 +160,22 @@ def _summary(r: dict, pairs: int) -> dict:
             "pairs": pairs, "trustworthy": r["trustworthy"]}
 
 
-def speculative_headline(model, draft_model, tok, repeats: int = 9,
+def speculative_headline(model, draft_model, tok, eagle=None, repeats: int = 9,
                          confirm_repeats: int = 15, new_tokens: int = HEADLINE_CHARS) -> dict:
     """Speculative against plain decoding on unseen text: every draft of {draft model,
-    4-gram, 6-gram} at every gamma of ``HEADLINE_GAMMAS``, each run beside its own plain run
-    with a new seed and a draft that remembers nothing (``bench_speculative(fresh=True)``);
-    the fastest setting timed again with ``confirm_repeats`` fresh pairs ("cold"), and the
-    same setting with its seed replayed and the n-gram's memory kept ("remembered"). At
-    temperature 1 an n-gram draws its proposals without that memory
-    (``NGramDraft.sample_chain``), so there the two differ only in the text."""
+    4-gram, 6-gram, and the FeatureHead ``eagle`` when given} at every gamma of
+    ``HEADLINE_GAMMAS``, each run beside its own plain run with a new seed and a draft that
+    remembers nothing (``bench_speculative(fresh=True)``); the fastest setting timed again
+    with ``confirm_repeats`` fresh pairs ("cold"), and the same setting with its seed
+    replayed and the n-gram's memory kept ("remembered"). At temperature 1 an n-gram draws
+    its proposals without that memory (``NGramDraft.sample_chain``), so there the two
+    differ only in the text."""
     from .speculative import ModelDraft, NGramDraft
 
     drafts = {"draft model": ModelDraft(draft_model, name="draft model"),
               "4-gram": NGramDraft(tok, order=4), "6-gram": NGramDraft(tok, order=6)}
+    if eagle is not None:
+        drafts["EAGLE head"] = eagle
     kw = dict(new_tokens=new_tokens, temperature=1.0, seed=0)
     sweep = bench_speculative(model, None, tok, gammas=HEADLINE_GAMMAS, drafts=drafts,
                               repeats=repeats, confirm=1, confirm_repeats=confirm_repeats, **kw)
@@ -181,7 +185,7 @@ def speculative_headline(model, draft_model, tok, repeats: int = 9,
                               repeats=confirm_repeats, fresh=False, **kw)["rows"][0]
     row = lambda r: {**_summary(_ratio_of(r), len(r["all_seconds"])), "draft": r["draft"],
                      "gamma": r["gamma"], "acceptance_rate": r["acceptance_rate"]}
-    return {"cold": row(best), "remembered": row(again),
+    return {"cold": row(best), "remembered": row(again), "drafts": list(drafts),
             "sweep": [(r["draft"], r["gamma"], r["speedup"]) for r in sweep["rows"]]}
 
 
@@ -284,7 +288,7 @@ def headline_text(h: dict) -> str:
         "\nHeadline figures: each the median of paired ratios [its 95% interval], every pair "
         "timed side by side in this run",
         f"  a. speculative vs plain, unseen text, T=1, {HEADLINE_CHARS} characters, best of "
-        f"{{draft model, 4-gram, 6-gram}} x gamma {{{gammas}}}: {cold['draft']} gamma="
+        f"{{{', '.join(sp['drafts'])}}} x gamma {{{gammas}}}: {cold['draft']} gamma="
         f"{cold['gamma']} (acceptance {cold['acceptance_rate']:.3f}): {ci(cold)}   goal >= 2.5x",
         f"  b. the same setting replaying one text (at T=1 the n-gram draws without "
         f"remembered lookups): {ci(warm)}",
@@ -304,7 +308,8 @@ def headline_text(h: dict) -> str:
 def headline(model, draft_model, tok) -> dict:
     """Every headline figure, printed as it is measured."""
     out = {}
-    out["speculative"] = speculative_headline(model, draft_model, tok)
+    eagle = load_feature_head(model) if FEATURE_FILE.exists() else None
+    out["speculative"] = speculative_headline(model, draft_model, tok, eagle)
     out["peers"] = peers_headline(model, tok)
     out["flops"] = flops_headline(model, tok)
     out["bandwidth"] = bandwidth_headline(model, tok)
@@ -345,8 +350,9 @@ def main(argv: list[str] | None = None) -> dict:
         results["beam_vs_naive"] = bm = bench_beam_vs_naive(model, tok)
         print(beam_text(bm))
         heads = load_heads(model) if HEADS_FILE.exists() else None
+        eagle = load_feature_head(model) if FEATURE_FILE.exists() else None
         results["speculative"] = sp = bench_speculative(model, draft, tok, heads=heads,
-                                                        confirm=2)
+                                                        eagle=eagle, confirm=2)
         print(speculative_text(sp))
         if args.peers:
             print("\n6. ours vs transformers on the same weights "

@@ -4,6 +4,7 @@ reports (not how fast anything is: speed lives in ``make bench``)."""
 import pytest
 
 from shakespeare_lm import bench
+from shakespeare_lm.speculative.eagle import FeatureHead
 
 from .conftest import make_tiny
 
@@ -20,10 +21,13 @@ def _interval_holds(r: dict, pairs: int) -> None:
 
 def test_the_speculative_headline_times_the_best_setting_cold_and_remembered(pair, tok):
     model, draft = pair
-    out = bench.speculative_headline(model, draft, tok, repeats=2, confirm_repeats=3,
+    eagle = FeatureHead(model, hidden=8).eval().requires_grad_(False)
+    out = bench.speculative_headline(model, draft, tok, eagle, repeats=2, confirm_repeats=3,
                                      new_tokens=12)
+    names = ("draft model", "4-gram", "6-gram", "EAGLE head")
+    assert out["drafts"] == list(names)
     assert {(d, g) for d, g, _ in out["sweep"]} == {
-        (d, g) for d in ("draft model", "4-gram", "6-gram") for g in bench.HEADLINE_GAMMAS}
+        (d, g) for d in names for g in bench.HEADLINE_GAMMAS}
     cold, warm = out["cold"], out["remembered"]
     assert (cold["draft"], cold["gamma"]) == (warm["draft"], warm["gamma"])
     _interval_holds(cold, 3)

@@ -726,11 +726,12 @@ def write_all(out_dir: Path = OUT_DIR,
 
 
 def write_chapters(out_dir: Path = OUT_DIR) -> list[Path]:
-    """The diagrams of chapters 1, 3, 4 and 5, each drawn by its chapter's module."""
-    from . import diagrams_ch1, diagrams_ch3, diagrams_ch4, diagrams_ch5
+    """The diagrams of chapters 1, 3, 4, 5 and 6, each drawn by its chapter's module."""
+    from . import diagrams_ch1, diagrams_ch3, diagrams_ch4, diagrams_ch5, diagrams_ch6
 
     return [diagrams_ch1.write(out_dir), *diagrams_ch3.write_ch3(out_dir),
-            *diagrams_ch4.write_all(out_dir), *diagrams_ch5.write_ch5(out_dir)]
+            *diagrams_ch4.write_all(out_dir), *diagrams_ch5.write_ch5(out_dir),
+            diagrams_ch6.write(out_dir)]
 
 
 def main(argv: list[str] | None = None) -> None:

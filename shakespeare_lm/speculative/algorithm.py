@@ -20,9 +20,7 @@ when it is the target's argmax.
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate
 
 import numpy as np
 import torch
@@ -35,26 +33,13 @@ from ..decoding.sampler import FREE, DecodingConfig, Sampler, history_tensor
 from ..decoding.stopping import StopCheck
 from ..model import Transformer
 from ..timing import Stopwatch, model_device
-from .drafts import Draft, as_draft
+from .drafts import Draft, as_draft, draw
 from .stats import SpeculativeStats
 
 VERIFIERS = ("exact", "no_residual")
 
 
 # --- the round's steps ------------------------------------------------------------------
-def draw(weights: list[float], u: float) -> int:
-    """The inverse-CDF draw of one index from unnormalised ``weights`` (V,) with the uniform
-    ``u`` in [0, 1): the first index whose cumulative weight exceeds u times the total. An
-    index of weight 0 is never drawn. One uniform per draw, taken a round's worth at a time
-    (``torch.rand``), costs a few microseconds in Python, where a ``torch.multinomial`` call
-    on a row of 63 costs about 25; a round makes up to 2 gamma + 1 of them."""
-    acc = list(accumulate(weights))
-    i = bisect_right(acc, u * acc[-1])
-    if i >= len(acc):  # u * total rounded up to the total: the last index with weight
-        i = max(j for j, w in enumerate(weights) if w > 0)
-    return i
-
-
 def uniforms(n: int, gen: torch.Generator) -> list[float]:
     """n independent uniforms in [0, 1) from ``gen``, in one call."""
     return torch.rand(n, generator=gen, device=gen.device).tolist() if n else []

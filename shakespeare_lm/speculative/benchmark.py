@@ -28,14 +28,17 @@ NGRAM_ORDERS = (4, 6)  # the bench's n-gram drafts: the classic 4-gram, and a 6-
 
 
 def default_drafts(draft_model: Transformer | None, tok, heads=None,
-                   ngram_orders: tuple[int, ...] = (4,)) -> dict:
-    """name -> draft: n-grams of ``ngram_orders``, the draft model, prompt lookup, heads."""
+                   ngram_orders: tuple[int, ...] = (4,), eagle=None) -> dict:
+    """name -> draft: n-grams of ``ngram_orders``, the draft model, prompt lookup, Medusa
+    heads, an EAGLE feature head (the last two when given)."""
     drafts = {f"{n}-gram": NGramDraft(tok, order=n) for n in ngram_orders}
     if draft_model is not None:
         drafts["draft model"] = ModelDraft(draft_model, name="draft model")
     drafts["prompt lookup"] = PromptLookupDraft(tok.vocab_size)
     if heads is not None:
         drafts["heads"] = heads
+    if eagle is not None:
+        drafts["EAGLE head"] = eagle
     return drafts
 
 
@@ -44,15 +47,16 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
                       gammas: tuple[int, ...] = (2, 4, 6, 8, 10), temperature: float = 1.0,
                       seed: int = 0, repeats: int = 7,
                       ngram_orders: tuple[int, ...] = NGRAM_ORDERS,
-                      drafts: dict | None = None, heads=None,
+                      drafts: dict | None = None, heads=None, eagle=None,
                       keep_stats: bool = False, confirm: int = 0,
                       confirm_repeats: int = 15, paired: bool = True,
                       fresh: bool = True) -> dict:
     """Wall-clock speedup of speculative decoding over plain decoding (``generate``) of the
     same target at batch 1, per draft and gamma, both sliding their context window.
 
-    Drafts: ``default_drafts(...)`` or the dict ``drafts`` (name -> Draft, Transformer or
-    DraftHeads); a gamma above a draft's ``max_gamma`` (the heads' count) is capped at it.
+    Drafts: ``default_drafts(...)`` or the dict ``drafts`` (name -> Draft, Transformer,
+    DraftHeads or FeatureHead); a gamma above a draft's ``max_gamma`` (the heads' count) is
+    capped at it.
     Timings, after a warm-up, the draft's cost included: ``repeats`` runs of each setting,
     each beside its own plain run (``timing.against_baseline``), or with ``paired=False``
     one plain run per round-robin pass shared by its settings (``timing.interleaved``: half
@@ -73,7 +77,7 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     """
     device = model_device(target)
     if drafts is None:
-        drafts = default_drafts(draft_model, tok, heads, ngram_orders)
+        drafts = default_drafts(draft_model, tok, heads, ngram_orders, eagle)
     drafts = {name: as_draft(d, target) for name, d in drafts.items()}
     kw = dict(temperature=temperature, context_overflow="slide")
     seeds = _Seeds(seed, fresh)

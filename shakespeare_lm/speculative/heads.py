@@ -87,7 +87,7 @@ def top1_acceptance(heads: DraftHeads, h: torch.Tensor, y: torch.Tensor) -> list
     return [float(ok[..., i].sum() / (y[..., i] >= 0).sum()) for i in range(heads.n_heads)]
 
 
-def _corpus_ids(tok, text: str, n_windows: int, window: int) -> torch.Tensor:
+def corpus_ids(tok, text: str, n_windows: int, window: int) -> torch.Tensor:
     """``n_windows`` windows spread evenly over ``text``, as one id tensor."""
     step = max(window, (len(text) - window) // n_windows)
     chunks = [text[i : i + window] for i in range(0, len(text) - window + 1, step)][:n_windows]
@@ -102,7 +102,7 @@ def train_heads(model: Transformer, tok, n_heads: int = 3, max_minutes: float = 
     t0 = time.perf_counter()
     torch.manual_seed(seed)
     W = model.config.block_size
-    train_ids = _corpus_ids(tok, load_train(), n_windows, W)
+    train_ids = corpus_ids(tok, load_train(), n_windows, W)
     h = hidden_states(model, train_ids, W).flatten(0, 1)               # (N*W, C)
     y = head_targets(train_ids, W, n_heads).flatten(0, 1)              # (N*W, n)
     heads = DraftHeads(model, n_heads)
@@ -116,7 +116,7 @@ def train_heads(model: Transformer, tok, n_heads: int = 3, max_minutes: float = 
         loss.backward()
         opt.step()
         step += 1
-    held_ids = _corpus_ids(tok, load_heldout(), 100, W)
+    held_ids = corpus_ids(tok, load_heldout(), 100, W)
     with torch.no_grad():
         acc = top1_acceptance(heads, hidden_states(model, held_ids, W),
                               head_targets(held_ids, W, n_heads))
