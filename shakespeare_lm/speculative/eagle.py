@@ -18,22 +18,18 @@ such a chain and, at the first step, the feature itself (squared error).
 
 from __future__ import annotations
 
-import argparse
-import json
 import time
 from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
 
 from ..checks import check_count
 from ..corpus import load_heldout, load_train, sha256_file
 from ..model import Transformer
 from ..paths import DATA_DIR, TRAIN_FILE
-from .heads import corpus_ids, hidden_states
+from .heads import corpus_ids, hidden_states, read_trained, save_trained, train_command
 
 FEATURE_FILE = DATA_DIR / "eagle.safetensors"
 RETRAIN = "retrain it with `python -m shakespeare_lm.speculative.eagle --train`"
@@ -100,7 +96,7 @@ def _chain_loss(head: FeatureHead, ids: torch.Tensor, feats: torch.Tensor,
     return loss
 
 
-def train_feature_head(model: Transformer, tok, max_minutes: float = 10.0,
+def train_feature_head(model: Transformer, tok, max_minutes: float = 14.0,
                        n_windows: int = 3500, hidden: int = 768, batch: int = 2048,
                        lr: float = 2e-3, seed: int = 0) -> tuple[FeatureHead, dict]:
     """Fit the head on the frozen model's features of the training text (the learning rate
@@ -142,21 +138,12 @@ def train_feature_head(model: Transformer, tok, max_minutes: float = 10.0,
 
 def save_feature_head(head: FeatureHead, record: dict, path: str | Path = FEATURE_FILE) -> Path:
     """Write the head's weights (safetensors) and its record (json beside it)."""
-    path = Path(path)
-    save_file(head.state_for_saving(), str(path))
-    path.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
-    return path
+    return save_trained(head.state_for_saving(), record, path)
 
 
 def load_feature_head(model: Transformer, path: str | Path = FEATURE_FILE) -> FeatureHead:
     """The shipped feature head for ``model`` (the main model it was trained on)."""
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"no feature head at {path}; {RETRAIN}")
-    try:
-        state = load_file(str(path))
-    except (SafetensorError, OSError) as e:
-        raise ValueError(f"{path} is not a readable safetensors file ({e}); {RETRAIN}") from e
+    state = read_trained(path, "feature head", RETRAIN)
     C = model.config.d_model
     fc1 = state.get("fc1.weight")
     if fc1 is None or fc1.ndim != 2 or fc1.shape[1] != 2 * C:
@@ -172,22 +159,8 @@ def load_feature_head(model: Transformer, path: str | Path = FEATURE_FILE) -> Fe
 
 
 def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--train", action="store_true", help="train the head, write data/eagle.*")
-    p.add_argument("--max-minutes", type=float, default=10.0)
-    p.add_argument("--threads", type=int, default=2)
-    a = p.parse_args(argv)
-    if not a.train:
-        p.error("nothing to do: pass --train")
-    from ..weights import load_pretrained
-
-    torch.set_num_threads(a.threads)
-    model, tok = load_pretrained()
-    head, record = train_feature_head(model, tok, a.max_minutes)
-    record["command"] = ("python -m shakespeare_lm.speculative.eagle --train "
-                         f"--max-minutes {a.max_minutes:g}")
-    print(json.dumps(record, indent=2))
-    print("wrote", save_feature_head(head, record))
+    train_command(argv, "shakespeare_lm.speculative.eagle", __doc__.splitlines()[0],
+                  train_feature_head, save_feature_head, 14.0)
 
 
 if __name__ == "__main__":

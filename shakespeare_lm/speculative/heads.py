@@ -129,23 +129,34 @@ def train_heads(model: Transformer, tok, n_heads: int = 3, max_minutes: float = 
     return heads, record
 
 
-def save_heads(heads: DraftHeads, record: dict, path: str | Path = HEADS_FILE) -> Path:
-    """Write the heads' weights (safetensors) and their record (json beside it)."""
+def save_trained(state: dict[str, torch.Tensor], record: dict, path: str | Path) -> Path:
+    """Write trained weights (safetensors) and their record (json beside them)."""
     path = Path(path)
-    save_file(heads.state_for_saving(), str(path))
+    save_file(state, str(path))
     path.with_suffix(".json").write_text(json.dumps(record, indent=2) + "\n")
     return path
 
 
-def load_heads(model: Transformer, path: str | Path = HEADS_FILE) -> DraftHeads:
-    """The shipped draft heads for ``model`` (the main model they were trained on)."""
+def read_trained(path: str | Path, what: str, retrain: str) -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors file of trained ``what``; a missing or unreadable file
+    is a clear error that says how to ``retrain``."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"no draft heads at {path}; {RETRAIN}")
+        raise FileNotFoundError(f"no {what} at {path}; {retrain}")
     try:
-        state = load_file(str(path))
+        return load_file(str(path))
     except (SafetensorError, OSError) as e:
-        raise ValueError(f"{path} is not a readable safetensors file ({e}); {RETRAIN}") from e
+        raise ValueError(f"{path} is not a readable safetensors file ({e}); {retrain}") from e
+
+
+def save_heads(heads: DraftHeads, record: dict, path: str | Path = HEADS_FILE) -> Path:
+    """Write the heads' weights (safetensors) and their record (json beside it)."""
+    return save_trained(heads.state_for_saving(), record, path)
+
+
+def load_heads(model: Transformer, path: str | Path = HEADS_FILE) -> DraftHeads:
+    """The shipped draft heads for ``model`` (the main model they were trained on)."""
+    state = read_trained(path, "draft heads", RETRAIN)
     n = sum(k.endswith(".weight") for k in state)
     heads = DraftHeads(model, max(n, 1))
     C = model.config.d_model
@@ -160,24 +171,37 @@ def load_heads(model: Transformer, path: str | Path = HEADS_FILE) -> DraftHeads:
     return heads.to(model.lm_head.weight.device).eval().requires_grad_(False)
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--train", action="store_true", help="train the heads and write data/heads.*")
-    p.add_argument("--n-heads", type=int, default=3)
-    p.add_argument("--max-minutes", type=float, default=5.0)
+def train_command(argv: list[str] | None, module: str, description: str, train, save,
+                  minutes: float, options: dict[str, int] | None = None) -> None:
+    """The command line that trains a draft part on the frozen shipped model and writes it
+    under data/: ``--train``, ``--max-minutes``, ``--threads`` and the integer ``options``
+    (flag -> default), which ``train(model, tok, max_minutes=..., **options)`` takes by
+    name; ``save(part, record)`` writes the result."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--train", action="store_true", help="train it and write it under data/")
+    for flag, default in (options or {}).items():
+        p.add_argument(flag, type=int, default=default)
+    p.add_argument("--max-minutes", type=float, default=minutes)
     p.add_argument("--threads", type=int, default=2)
-    a = p.parse_args(argv)
-    if not a.train:
+    a = vars(p.parse_args(argv))
+    if not a["train"]:
         p.error("nothing to do: pass --train")
     from ..weights import load_pretrained
 
-    torch.set_num_threads(a.threads)
+    torch.set_num_threads(a["threads"])
     model, tok = load_pretrained()
-    heads, record = train_heads(model, tok, a.n_heads, a.max_minutes)
-    record["command"] = ("python -m shakespeare_lm.speculative.heads --train "
-                         f"--n-heads {a.n_heads} --max-minutes {a.max_minutes:g}")
+    chosen = {f.lstrip("-").replace("-", "_"): f for f in options or {}}
+    part, record = train(model, tok, max_minutes=a["max_minutes"],
+                         **{k: a[k] for k in chosen})
+    flags = "".join(f"{f} {a[k]} " for k, f in chosen.items())
+    record["command"] = f"python -m {module} --train {flags}--max-minutes {a['max_minutes']:g}"
     print(json.dumps(record, indent=2))
-    print("wrote", save_heads(heads, record))
+    print("wrote", save(part, record))
+
+
+def main(argv: list[str] | None = None) -> None:
+    train_command(argv, "shakespeare_lm.speculative.heads", __doc__.splitlines()[0],
+                  train_heads, save_heads, 5.0, {"--n-heads": 3})
 
 
 if __name__ == "__main__":

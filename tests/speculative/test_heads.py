@@ -81,3 +81,25 @@ def test_loading_missing_corrupt_or_mismatched_heads_is_a_clear_error(tiny, head
 def test_heads_draft_refuses_something_else():
     with pytest.raises(TypeError, match="heads must be DraftHeads"):
         sp.HeadsDraft("heads")
+
+
+def test_the_training_command_passes_its_options_and_records_itself(capsys):
+    got = {}
+
+    def train(model, tok, max_minutes, n_heads):
+        got.update(max_minutes=max_minutes, n_heads=n_heads)
+        return "part", {}
+
+    def save(part, record):
+        got.update(part=part, record=record)
+        return "data/x.safetensors"
+
+    H.train_command(["--train", "--n-heads", "2", "--max-minutes", "0.5", "--threads", "1"],
+                    "shakespeare_lm.speculative.heads", "heads", train, save, 5.0,
+                    {"--n-heads": 3})
+    assert got["max_minutes"] == 0.5 and got["n_heads"] == 2 and got["part"] == "part"
+    assert got["record"]["command"] == ("python -m shakespeare_lm.speculative.heads --train "
+                                        "--n-heads 2 --max-minutes 0.5")
+    assert "wrote data/x.safetensors" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        H.train_command([], "m", "heads", train, save, 5.0)  # nothing to do without --train
