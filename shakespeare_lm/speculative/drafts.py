@@ -438,6 +438,8 @@ class EagleDraft:
     def observe(self, n: int, hidden: torch.Tensor) -> None:
         """The target's last hidden state (C,) after reading ids[:n]."""
         self.states[n] = hidden
+        if n == self.base:  # a chain drawn from an earlier state at n is stale
+            self.chain = []
 
     @torch.no_grad()
     def _step(self, h: torch.Tensor, y: int) -> tuple[torch.Tensor, list[float]]:

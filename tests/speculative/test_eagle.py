@@ -57,6 +57,10 @@ def test_the_draft_chains_features_through_the_ids_after_the_observed_state(tiny
     assert len(out) == 3
     for i, (y, p) in enumerate(zip(out, drawn)):
         assert d.probs([1, 2, 3] + out[:i])[y] == p
+    d.observe(2, h0 + 1)                                  # a new state at 2: a new chain
+    h1 = head(h0 + 1, torch.tensor(3))
+    want = torch.softmax(head.logits(h1).double(), -1).numpy()
+    assert d.probs([1, 2, 3]) == pytest.approx(want, abs=1e-6)
     d.rollback(1)                                         # forgets the state after ids[:2]
     assert d.next_logits([1, 2, 3]) is None and d.sample_chain([1, 2, 3], [0.5]) == ([], [])
 
