@@ -353,7 +353,30 @@ class PromptLookupDraft:
         pass
 
 
-class HeadsDraft:
+class _ReadsTarget:
+    """A draft fed the target's last hidden states (``observe``): what it made of each one,
+    by the length of text the state follows, forgotten past a rollback."""
+
+    reads_target_hidden = True
+
+    def __init__(self):
+        self.states: dict[int, object] = {}  # n -> what the draft keeps of the state after ids[:n]
+
+    def start(self, ids: list[int], max_len: int) -> None:
+        self.states = {}
+
+    def latest(self, length: int) -> int | None:
+        """The latest n < length with a state, or None."""
+        return max((n for n in self.states if n < length), default=None)
+
+    def rollback(self, length: int) -> None:
+        self.states = {n: v for n, v in self.states.items() if n <= length}
+
+    def finish(self) -> None:
+        self.start([], 0)
+
+
+class HeadsDraft(_ReadsTarget):
     """Medusa heads (Cai et al. 2024) as the draft: from ONE target hidden state, head i
     gives q for the i-th token after the one the target is about to emit.
 
@@ -364,45 +387,34 @@ class HeadsDraft:
     (a few small matmuls) runs once per round, in ``observe``.
     """
 
-    reads_target_hidden = True
-
     def __init__(self, heads: DraftHeads, name: str = "heads"):
         if not isinstance(heads, DraftHeads):
             raise TypeError("heads must be DraftHeads "
                             "(shakespeare_lm.speculative.heads.load_heads(model)), "
                             f"got {type(heads).__name__}")
+        super().__init__()  # states: n -> every head's logits (n_heads, V) after ids[:n]
         self.heads, self.name = heads, name
-        self.logits: dict[int, torch.Tensor] = {}  # n -> (n_heads, V) after the first n ids
 
     @property
     def max_gamma(self) -> int:
         """The most proposals a round can get: one per head."""
         return self.heads.n_heads
 
-    def start(self, ids: list[int], max_len: int) -> None:
-        self.logits = {}
-
     @torch.no_grad()
     def observe(self, n: int, hidden: torch.Tensor) -> None:
         """The target's last hidden state (C,) after reading ids[:n]: every head's logits."""
-        self.logits[n] = self.heads(hidden)
+        self.states[n] = self.heads(hidden)
 
     def next_logits(self, ids: list[int]) -> torch.Tensor | None:
         # the latest state before the last id: head i proposes ids[n + i]
-        n = max((k for k in self.logits if k < len(ids)), default=None)
+        n = self.latest(len(ids))
         i = None if n is None else len(ids) - n
         if i is None or not 1 <= i <= self.heads.n_heads:
             return None
-        return self.logits[n][i - 1]
-
-    def rollback(self, length: int) -> None:
-        self.logits = {n: v for n, v in self.logits.items() if n <= length}
-
-    def finish(self) -> None:
-        self.logits = {}
+        return self.states[n][i - 1]
 
 
-class EagleDraft:
+class EagleDraft(_ReadsTarget):
     """An EAGLE-style feature head (Li et al. 2024) as the draft: from the target's last
     hidden state and the characters after it, a chain of predicted features, each read out
     with the target's unembedding.
@@ -415,7 +427,6 @@ class EagleDraft:
     about 30 us on one CPU thread. Any q keeps speculative sampling exact.
     """
 
-    reads_target_hidden = True
     can_sample = True
 
     def __init__(self, head: FeatureHead, name: str = "EAGLE head"):
@@ -423,17 +434,18 @@ class EagleDraft:
             raise TypeError("head must be a FeatureHead "
                             "(shakespeare_lm.speculative.eagle.load_feature_head(model)), "
                             f"got {type(head).__name__}")
+        super().__init__()  # states: n -> the target's state (C,) after ids[:n]
         self.head, self.name = head, name
         C = head.fc2.out_features
         with torch.no_grad():  # fc1 [h; e(y)] = fc1_h h + (fc1_e e(y) + b1): a row per id
             self._w1 = head.fc1.weight[:, :C].contiguous()
             self._rows = (head.embed @ head.fc1.weight[:, C:].t() + head.fc1.bias).contiguous()
-        self.states: dict[int, torch.Tensor] = {}  # n -> the target's state after ids[:n]
         self.chain: list[tuple[int, torch.Tensor, list[float]]] = []  # (id fed, feature, q)
         self.base = -1                                   # the state the chain starts from
 
     def start(self, ids: list[int], max_len: int) -> None:
-        self.states, self.chain, self.base = {}, [], -1
+        super().start(ids, max_len)
+        self.chain, self.base = [], -1
 
     def observe(self, n: int, hidden: torch.Tensor) -> None:
         """The target's last hidden state (C,) after reading ids[:n]."""
@@ -452,7 +464,7 @@ class EagleDraft:
 
     def _q(self, ids: list[int]) -> list[float] | None:
         """q (V,) after ``ids``: the chain from the latest state observed before them."""
-        n = max((k for k in self.states if k < len(ids)), default=None)
+        n = self.latest(len(ids))
         if n is None:
             return None
         if n != self.base:
@@ -485,12 +497,6 @@ class EagleDraft:
             out.append(draw(q, u))
             drawn.append(q[out[-1]])
         return out, drawn
-
-    def rollback(self, length: int) -> None:
-        self.states = {n: v for n, v in self.states.items() if n <= length}
-
-    def finish(self) -> None:
-        self.start([], 0)
 
 
 def as_draft(draft, target: Transformer) -> Draft:
