@@ -305,10 +305,10 @@ def headline_text(h: dict) -> str:
         f"(step {bw['step_ms']:.3f} ms, bound {bw['bound_ms']:.3f} ms)"])
 
 
-def headline(model, draft_model, tok) -> dict:
-    """Every headline figure, printed as it is measured."""
+def headline(model, draft_model, tok, eagle=None) -> dict:
+    """Every headline figure, printed as it is measured (row a sweeps the FeatureHead
+    ``eagle`` too, when given)."""
     out = {}
-    eagle = load_feature_head(model) if FEATURE_FILE.exists() else None
     out["speculative"] = speculative_headline(model, draft_model, tok, eagle)
     out["peers"] = peers_headline(model, tok)
     out["flops"] = flops_headline(model, tok)
@@ -329,6 +329,7 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     model, tok = load_pretrained(device=args.device)
     draft, _ = load_pretrained("draft", device=args.device)
+    eagle = load_feature_head(model) if FEATURE_FILE.exists() else None
     results = {"device": args.device, "torch": torch.__version__,
                "threads": torch.get_num_threads(),
                "machine": platform.processor() or platform.machine()}
@@ -338,7 +339,7 @@ def main(argv: list[str] | None = None) -> dict:
           f"torch {torch.__version__}, {results['threads']} threads), "
           f"model of {model.num_params():,} parameters")
     if args.headline:
-        results["headline"] = headline(model, draft, tok)
+        results["headline"] = headline(model, draft, tok, eagle)
         return _finish(args, results)
     results["kv_cache_vs_recompute"] = kv = kv_cache_vs_recompute(model, tok)
     print(kv_text(kv))
@@ -350,7 +351,6 @@ def main(argv: list[str] | None = None) -> dict:
         results["beam_vs_naive"] = bm = bench_beam_vs_naive(model, tok)
         print(beam_text(bm))
         heads = load_heads(model) if HEADS_FILE.exists() else None
-        eagle = load_feature_head(model) if FEATURE_FILE.exists() else None
         results["speculative"] = sp = bench_speculative(model, draft, tok, heads=heads,
                                                         eagle=eagle, confirm=2)
         print(speculative_text(sp))
@@ -361,7 +361,7 @@ def main(argv: list[str] | None = None) -> dict:
         else:
             print("\n6. ours vs transformers on the same weights: run with --peers, or "
                   "python -m shakespeare_lm.interop.bench_peers")
-    results["headline"] = headline(model, draft, tok)
+    results["headline"] = headline(model, draft, tok, eagle)
     return _finish(args, results)
 
 

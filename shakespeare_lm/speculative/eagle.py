@@ -33,8 +33,8 @@ from .heads import corpus_ids, hidden_states, read_trained, save_trained, train_
 
 FEATURE_FILE = DATA_DIR / "eagle.safetensors"
 RETRAIN = "retrain it with `python -m shakespeare_lm.speculative.eagle --train`"
-DEPTH = 4          # chain steps the training unrolls
-DEPTH_WEIGHTS = (1.0, 0.8, 0.6, 0.4)
+DEPTH_WEIGHTS = (1.0, 0.8, 0.6, 0.4)  # the loss's weight at each chain step training unrolls
+DEPTH = len(DEPTH_WEIGHTS)
 FEATURE_WEIGHT = 0.1
 
 
