@@ -58,6 +58,7 @@ class LateNbval:
         self.chapters, self.args, self.waits = chapters, args, waits
         self.proc, self.stopped = None, threading.Event()
         self.runs: list[tuple[str, int, str]] = []  # (chapter, exit code, report)
+        self.session_claims: dict[Path, bool] = {}   # the session's: chapter -> it is mine
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -68,6 +69,12 @@ class LateNbval:
             return True
         except FileExistsError:
             return False
+
+    def session_has(self, chapter: Path) -> bool:
+        """For the session: whether ``chapter`` is its own, claimed the first time it asks."""
+        if chapter not in self.session_claims:
+            self.session_claims[chapter] = self.claim(chapter)
+        return self.session_claims[chapter]
 
     def _run(self) -> None:
         for proc in self.waits:
@@ -123,12 +130,7 @@ def skip_if_taken(item) -> None:
     """In the session: claim an nbval cell's chapter when its first cell is about to run,
     and skip every cell of a chapter the second process claimed first."""
     late, chapter = getattr(item.config, "late_nbval", None), chapter_of(item)
-    if late is None or chapter is None:
-        return
-    mine = item.config.__dict__.setdefault("nbval_claims", {})
-    if chapter not in mine:
-        mine[chapter] = late.claim(chapter)
-    if not mine[chapter]:
+    if late is not None and chapter is not None and not late.session_has(chapter):
         pytest.skip("compared by the second nbval process (test_later_chapters_pass_nbval)")
 
 
@@ -177,7 +179,7 @@ def test_chapters_are_claimed_once_the_second_process_from_the_end():
         with pytest.raises(pytest.skip.Exception):       # chapter 3 is another's: skipped
             skip_if_taken(items[2])
         skip_if_taken(items[1])                          # chapter 2 is free: the session's
-        assert config.nbval_claims == {chapters[0]: True, chapters[2]: False,
+        assert late.session_claims == {chapters[0]: True, chapters[2]: False,
                                        chapters[1]: True}
     finally:
         config.cleanup()  # the session's end: nothing may start after it
