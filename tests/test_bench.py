@@ -32,6 +32,11 @@ def test_the_speculative_headline_times_the_best_setting_cold_and_remembered(pai
     assert (cold["draft"], cold["gamma"]) == (warm["draft"], warm["gamma"])
     _interval_holds(cold, 3)
     _interval_holds(warm, 3)
+    # a round makes between 1 and gamma + 1 characters, and costs at least a plain one's
+    # share of time in any sane run; the speedup is about the quotient of the two
+    for r in (cold, warm):
+        assert 1 <= r["chars_per_round"] <= r["gamma"] + 1
+        assert r["round_in_chars"] > 0
 
 
 def test_the_peer_flops_and_bandwidth_headlines(pair, tok):
@@ -55,6 +60,6 @@ def test_the_peer_flops_and_bandwidth_headlines(pair, tok):
         "peers": peers, "flops": flops, "bandwidth": bw})
     for label in ("a. speculative vs plain, unseen text", "b. the same setting",
                   "c. ours vs transformers", "d. batch-4 decode FLOP/s",
-                  "the roofline allows at most",
+                  "the roofline allows at most", "characters a round, a round costing",
                   "e. batch-1 decode step over its bandwidth bound"):
         assert label in text

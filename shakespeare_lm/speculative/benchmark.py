@@ -80,14 +80,14 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
         drafts = default_drafts(draft_model, tok, heads, ngram_orders, eagle)
     drafts = {name: as_draft(d, target) for name, d in drafts.items()}
     kw = dict(temperature=temperature, context_overflow="slide")
-    seeds = _Seeds(seed, fresh)
-    runs = _settings(target, tok, prompt, new_tokens, drafts, gammas, seeds, **kw)
+    seeds, rounds = _Seeds(seed, fresh), {}
+    runs = _settings(target, tok, prompt, new_tokens, drafts, gammas, seeds, rounds, **kw)
     baseline = lambda: generate(target, tok, prompt, new_tokens, seed=seeds("plain"), **kw)
     base, seconds, first, plain = _timed(baseline, runs, repeats, device, paired)
-    rows = [_row(name, g, base[name, g], seconds[name, g], first[name, g].stats)
+    rows = [_row(name, g, base[name, g], seconds[name, g], first[name, g].stats, rounds[name, g])
             for name, g in seconds]
     if confirm:
-        plain += _confirm(rows, runs, baseline, first, confirm, confirm_repeats, device)
+        plain += _confirm(rows, runs, baseline, first, confirm, confirm_repeats, device, rounds)
     out = {"device": str(device), "prompt": prompt, "new_tokens": new_tokens,
            "temperature": temperature, "repeats": repeats,
            "plain_s": statistics.median(plain), "plain_seconds": plain,
@@ -101,14 +101,17 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
 
 
 def _settings(target, tok, prompt: str, new_tokens: int, drafts: dict, gammas, seeds: _Seeds,
-              **kw) -> dict:
+              rounds: dict, **kw) -> dict:
     """(draft name, gamma) -> a speculative run of that setting with the next seed; with
-    fresh seeds, a draft that can ``forget()`` forgets what earlier runs taught it first."""
+    fresh seeds, a draft that can ``forget()`` forgets what earlier runs taught it first.
+    Each run appends (target passes, characters made) to ``rounds[name, gamma]``."""
     def spec(name, d, g):
         if seeds.fresh and hasattr(d, "forget"):
             d.forget()
-        return speculative_decode(target, d, tok, prompt, new_tokens, g,
-                                  seed=seeds((name, g)), **kw)
+        out = speculative_decode(target, d, tok, prompt, new_tokens, g,
+                                 seed=seeds((name, g)), **kw)
+        rounds.setdefault((name, g), []).append((out.stats.target_passes, len(out.ids)))
+        return out
 
     runs = {}
     for name, d in drafts.items():
@@ -119,7 +122,7 @@ def _settings(target, tok, prompt: str, new_tokens: int, drafts: dict, gammas, s
 
 
 def _confirm(rows: list[dict], runs: dict, baseline, first: dict, n: int, repeats: int,
-             device) -> list[float]:
+             device, rounds: dict) -> list[float]:
     """Time the ``n`` fastest settings of ``rows`` again with ``repeats`` pairs each and put
     those figures in their rows (marked "confirmed"); return the new plain timings."""
     top = sorted(rows, key=lambda r: -r["speedup"])[:n]
@@ -129,7 +132,7 @@ def _confirm(rows: list[dict], runs: dict, baseline, first: dict, n: int, repeat
     for i, r in enumerate(rows):
         key = (r["draft"], r["gamma"])
         if key in again:
-            rows[i] = {**_row(*key, base[key], seconds[key], first[key].stats),
+            rows[i] = {**_row(*key, base[key], seconds[key], first[key].stats, rounds[key]),
                        "confirmed": True}
             plain += base[key]
     return plain
@@ -162,10 +165,13 @@ def _timed(baseline, runs: dict, repeats: int, device, paired: bool):
     return dict.fromkeys(runs, plain), seconds, first, list(plain)
 
 
-def _row(name: str, gamma: int, plain: list[float], spec: list[float], st) -> dict:
-    """One (draft, gamma) row of ``bench_speculative``."""
+def _row(name: str, gamma: int, plain: list[float], spec: list[float], st,
+         rounds: list[tuple[int, int]]) -> dict:
+    """One (draft, gamma) row of ``bench_speculative``. ``rounds``: (passes, characters) of
+    every run of the setting, the timed ones last (a warm-up runs before them)."""
     r = paired_ratio(plain, spec)
-    return {"draft": name, "gamma": gamma, "seconds": statistics.median(spec),
+    return {"draft": name, "gamma": gamma, **_round_costs(plain, spec, rounds[-len(spec):]),
+            "seconds": statistics.median(spec),
             "all_seconds": spec, "plain_seconds": plain, "speedup": r["ratio"],
             "speedup_min": r["ratio_min"], "speedup_max": r["ratio_max"],
             "ci_low": r["ci_low"], "ci_high": r["ci_high"], "confirmed": False,
@@ -177,3 +183,15 @@ def _row(name: str, gamma: int, plain: list[float], spec: list[float], st) -> di
             "predicted_tokens_per_pass": expected_tokens_per_pass(st.acceptance_rate, gamma)
             if st.proposed else float("nan"),
             "cost_ratio": st.cost_ratio}
+
+
+def _round_costs(plain: list[float], spec: list[float], rounds: list[tuple[int, int]]) -> dict:
+    """Where a setting's speedup comes from, run by run: characters per round (one target
+    pass and its drafting), and a round's seconds over a plain character's seconds (the
+    paired plain run's, which makes as many characters: the bench sets no stop rule). The
+    speedup is about their quotient, so a goal G needs G times the round's cost in
+    characters a round."""
+    per_round = [n / passes for passes, n in rounds]
+    cost = [(s / passes) / (b / n) for s, b, (passes, n) in zip(spec, plain, rounds)]
+    return {"chars_per_round": statistics.median(per_round),
+            "round_in_chars": statistics.median(cost)}

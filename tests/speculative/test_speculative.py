@@ -313,6 +313,20 @@ def test_bench_reports_a_row_per_draft_and_gamma(tiny, tok, draft_model):
     assert all(len(r["per_position_acceptance"]) == r["gamma"] for r in out["rows"])
 
 
+def test_bench_rows_say_what_a_round_makes_and_costs(tiny, tok):
+    """A greedy draft that is the target itself has every proposal kept: each round makes
+    gamma + 1 characters (12 = 3 rounds of 4), and the cost of a round, in plain
+    characters, is its seconds over a paired plain character's seconds, run by run."""
+    import copy
+
+    out = sp.bench_speculative(tiny, None, tok, new_tokens=12, gammas=(3,), repeats=3,
+                               drafts={"itself": copy.deepcopy(tiny)}, temperature=0)
+    row = out["rows"][0]
+    assert row["chars_per_round"] == 4.0
+    costs = sorted((s / 3) / (p / 12) for s, p in zip(row["all_seconds"], row["plain_seconds"]))
+    assert row["round_in_chars"] == pytest.approx(costs[1])
+
+
 def test_bench_keep_stats_gives_each_row_the_stats_of_its_run(tiny, tok, draft_model):
     drafts = {"model": draft_model}
     out = sp.bench_speculative(tiny, None, tok, new_tokens=12, gammas=(1, 3), repeats=1,
