@@ -463,7 +463,9 @@ def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
         lab.page.wait_for_timeout(1500)  # the renderers' and the kernel's updates land
         lab.tab(path.name).click()
         lab.page.keyboard.press("Control+s")
-        lab.page.wait_for_timeout(1500)
+        # a chapter JupyterLab changed is dirty, and saved once its tab is no longer marked
+        lab.page.wait_for_function("t => !t.classList.contains('jp-mod-dirty')",
+                                   arg=lab.tab(path.name).element_handle(), timeout=15_000)
         after = json.loads(path.read_text("utf-8"))
         changed = [d for d in _differences(before, after) if not VEGA_PNG.search(d)]
         if changed:
