@@ -65,7 +65,9 @@ def bench_speculative(target: Transformer, draft_model: Transformer | None, tok,
     narrower interval for the headline. Returns device, plain seconds and tokens/s, a row
     per setting (median seconds; speedup = median of the paired ratios, their min-max and
     the median's 95% interval, ``timing.paired_ratio``; whether to trust it; acceptance
-    overall and per slot; tokens per pass measured and predicted; the draft cost ratio),
+    overall and per slot; tokens per pass measured and predicted; the draft cost ratio;
+    the characters a round and a round's seconds over a plain character's, from the timed
+    runs: ``chars_per_round`` and ``round_in_chars``),
     and the best row (the fastest trustworthy one, else the fastest). ``keep_stats=True``
     adds "stats": (draft, gamma) -> the warm-up's ``SpeculativeStats``.
 
