@@ -32,8 +32,8 @@ def test_the_speculative_headline_times_the_best_setting_cold_and_remembered(pai
     assert (cold["draft"], cold["gamma"]) == (warm["draft"], warm["gamma"])
     _interval_holds(cold, 3)
     _interval_holds(warm, 3)
-    # a round makes between 1 and gamma + 1 characters, and costs at least a plain one's
-    # share of time in any sane run; the speedup is about the quotient of the two
+    # a round makes between 1 and gamma + 1 characters and takes some time (its cost in
+    # plain characters); the speedup is about the quotient of the two
     for r in (cold, warm):
         assert 1 <= r["chars_per_round"] <= r["gamma"] + 1
         assert r["round_in_chars"] > 0
