@@ -9,14 +9,16 @@ Every page that has a live explorer (from the directive or from a notebook's out
 the scripts that run it, in this order: ``slm_vega.js`` (Vega, and the site's one script
 loader), ``slm_runtime.js`` (the model), ``slm_explorers.js`` (which mounts the
 explorers) and the explorers that have a file of their own (``slm_beam.js``,
-``slm_builder.js``), which register with it. Each of them runs once however often it is added.
+``slm_builder.js``, ``slm_race.js``), which register with it. Each of them runs once however
+often it is added.
 """
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 MARK = 'class="slm-live"'
-SCRIPTS = ("slm_vega.js", "slm_runtime.js", "slm_explorers.js", "slm_beam.js", "slm_builder.js")
+SCRIPTS = ("slm_vega.js", "slm_runtime.js", "slm_explorers.js", "slm_beam.js", "slm_builder.js",
+           "slm_race.js")
 
 
 class LiveExplorer(Directive):

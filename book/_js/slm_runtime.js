@@ -139,6 +139,61 @@
     return this.feed(ids.slice(n));
   };
 
+  // --- the n-gram draft: chapter 6's NGramDraft, counted from the training text ----------
+  var ngramPromise = null;
+  /** The n-gram draft of _static/live/ngram.js (shakespeare_lm.site.book.ngram_asset): a
+      Promise of {name, order, smoothing, probs(ids)}, where probs(ids) is
+      P(next | the last order - 1 ids) over the vocabulary (a Float64Array), computed as
+      Python's NGramDraft.probs computes it, operation for operation: from the uniform prior
+      up, each context length k mixes its counts with the estimate one length shorter. */
+  function loadNgram() {
+    if (!ngramPromise) ngramPromise = Promise.all([loadAsset("ngram.js"), load()]).then(function (r) {
+      var a = asset("ngram"), model = r[1];
+      if (a.chars !== model.chars) throw new Error("the n-gram's characters are not the model's: rebuild the site with make book");
+      return Promise.all(a.levels.map(function (level) {
+        return Promise.all(["contexts", "starts", "nexts", "counts"].map(function (k) { return unpack(level[k]); }))
+          .then(function (b) {
+            var counts = new Uint32Array(b[3].buffer), starts = new Uint32Array(b[1].buffer);
+            var totals = new Float64Array(starts.length - 1);
+            for (var j = 0; j < totals.length; j++) {
+              for (var i = starts[j]; i < starts[j + 1]; i++) totals[j] += counts[i];
+            }
+            return { contexts: new Uint32Array(b[0].buffer), starts: starts, nexts: b[2], counts: counts,
+                     totals: totals };
+          });
+      })).then(function (levels) { mark("n-gram"); return new NGram(a, levels); });
+    });
+    return ngramPromise;
+  }
+  function NGram(a, levels) {
+    this.name = a.name; this.order = a.order; this.smoothing = a.smoothing; this.V = a.vocab_size;
+    this.levels = levels;
+  }
+  /* Where context `code` of `level` lies in its sorted contexts (-1: never seen). */
+  function place(level, code) {
+    var lo = 0, hi = level.contexts.length - 1;
+    while (lo <= hi) {
+      var mid = (lo + hi) >> 1, c = level.contexts[mid];
+      if (c === code) return mid;
+      if (c < code) lo = mid + 1; else hi = mid - 1;
+    }
+    return -1;
+  }
+  NGram.prototype.probs = function (ids) {
+    var V = this.V, s = this.smoothing, probs = new Float64Array(V).fill(1 / V), row = new Float64Array(V);
+    var code = 0, scale = 1, top = Math.min(this.order - 1, ids.length);
+    for (var k = 0; k <= top; k++) {
+      if (k > 0) { code += ids[ids.length - k] * scale; scale *= V; }  // the oldest id most significant
+      var level = this.levels[k], j = place(level, code), n = j < 0 ? 0 : level.totals[j];
+      row.fill(0);
+      if (j >= 0) for (var i = level.starts[j]; i < level.starts[j + 1]; i++) row[level.nexts[i]] = level.counts[i];
+      for (var v = 0; v < V; v++) probs[v] = (row[v] + s * probs[v]) / (n + s);
+    }
+    return probs;
+  };
+  /* The n-gram's log-probabilities, as the logits a sampler shapes (Python's next_logits). */
+  NGram.prototype.logits = function (ids) { return Array.from(this.probs(ids), Math.log); };
+
   // --- the public calls ----------------------------------------------------------------------
   /** The model's next-character logits after `context` (its last block_size characters):
       a Promise of {logits (V), ids (what the model saw, the history the penalties count)}. */
@@ -196,7 +251,8 @@
     return sample(prompt, n, settings, seed).then(function (r) { return r.text; });
   }
 
-  /** Speculative decoding (Leviathan et al. 2023) with the draft model: each round the draft
+  /** Speculative decoding (Leviathan et al. 2023) with `draft`, "draft" (the draft model, the
+      default) or "ngram" (loadNgram's n-gram): each round the draft
       proposes up to `gamma` characters, the main model scores them all in one pass, and each
       is kept with probability min(1, p/q); the first rejection is replaced by a draw from
       max(p - q, 0), and if all are kept a bonus character comes from the main model. Both
@@ -210,13 +266,27 @@
       SpeculativeStats counts them: drafted, every proposal; proposed, those put to the test
       (up to and including the first rejection of a round: the ones after it are never
       checked); acceptance, the chapter's alpha, accepted / proposed (0 before any test). */
-  function speculative(prompt, n, gamma, settings, seed, onRound) {
-    return Promise.all([load("shakespeare"), load("draft")]).then(function (ms) {
+  var DRAFTS = { draft: "the draft model", ngram: "the n-gram of the training text" };
+  function speculative(prompt, n, gamma, settings, seed, onRound, draft) {
+    draft = draft === undefined || draft === null ? "draft" : draft;
+    if (!Object.prototype.hasOwnProperty.call(DRAFTS, draft)) {
+      return Promise.reject(new Error("draft=" + JSON.stringify(draft) + " is invalid: draft must be " +
+        Object.keys(DRAFTS).map(function (k) { return JSON.stringify(k) + " (" + DRAFTS[k] + ")"; }).join(" or ")));
+    }
+    return Promise.all([load("shakespeare"), draft === "ngram" ? loadNgram() : load("draft")]).then(function (ms) {
       var target = ms[0], cfg = D.config(seeded(settings, seed)), block = target.config.block_size;
       var ids = D.encodePrompt(target.chars, prompt, block);
       D.checkMaxNewTokens(n);
       D.checkCount("gamma", gamma, 1, " (draft tokens per round)");
-      var sp = { target: target, T: new Stream(target), Dr: new Stream(ms[1]), cfg: cfg, random: D.generator(cfg.seed),
+      var next;  // the draft's logits after a context (a Promise)
+      if (draft === "ngram") next = function (context) { return Promise.resolve(ms[1].logits(context)); };
+      else {
+        var stream = new Stream(ms[1]);
+        next = function (context) {
+          return stream.advanceTo(context).then(function (rows) { return rows[rows.length - 1]; });
+        };
+      }
+      var sp = { target: target, T: new Stream(target), next: next, cfg: cfg, random: D.generator(cfg.seed),
                  ids: ids, out: [],
                  st: { text: "", rounds: 0, drafted: 0, proposed: 0, accepted: 0, acceptance: 0, stopReason: null } };
       function round() {
@@ -234,8 +304,8 @@
   function propose(sp, x, proposals, qs, g) {
     if (proposals.length === g) return Promise.resolve();
     var context = x.concat(proposals);
-    return sp.Dr.advanceTo(context).then(function (rows) {
-      var q = D.probs(rows[rows.length - 1], context, sp.cfg);
+    return sp.next(context).then(function (logits) {
+      var q = D.probs(logits, context, sp.cfg);
       qs.push(q);
       proposals.push(D.draw(q, sp.random));
       return propose(sp, x, proposals, qs, g);
@@ -284,7 +354,7 @@
       return window.slm;
     }),
     load: load, loadAsset: loadAsset, nextLogits: nextLogits, nextDistribution: nextDistribution,
-    generate: generate, sample: sample, speculative: speculative, timings: timings,
+    generate: generate, sample: sample, speculative: speculative, timings: timings, loadNgram: loadNgram,
     Stream: Stream, decode: decode,
     encode: function (text) { return load().then(function (m) { return D.encode(m.chars, text); }); }
   };

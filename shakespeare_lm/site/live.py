@@ -6,6 +6,7 @@
     live.explorer("speculative")   # chapter 6: draft proposals kept or rejected, acceptance
     live.explorer("beam")          # chapter 2: the beams as a tree that grows step by step
     live.explorer("builder")       # chapter 1: the reader picks each character; its score
+    live.explorer("race")          # chapter 6: plain against speculative, timed in the browser
 
 Each returns an HTML fragment (an ``IPython.display.HTML``): a text box for the reader's
 context, Sample and Continue buttons and a view. On the built site, a page that has one
@@ -32,6 +33,8 @@ KINDS = {
     "speculative": "Speculative decoding live: the draft model proposes, the main model verifies",
     "beam": "Beam search live: the beams on your own context, step by step",
     "builder": "Build a text yourself: choose each next character, and see its score",
+    "race": "Race: plain decoding against speculative decoding with the n-gram draft, timed "
+            "in this browser",
 }
 
 # On the site (Sphinx writes data-content_root on <html>) the page's scripts mount every

@@ -213,6 +213,15 @@ class NGramDraft:
         """Whether ``sample_chain`` works: its lookups hold ids as bytes, so at most 256."""
         return self.vocab_size <= 256
 
+    def counts_by_order(self) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
+        """The counts, one entry per context length k = 0 .. order - 1: the contexts of k ids
+        seen in the text (base-V codes, the oldest id most significant, sorted), where each
+        one's followers start in the next two arrays (one more entry than contexts: the end),
+        the followers' ids and how often each followed. ``probs`` is computed from these
+        alone; the live site's copy of this draft (``slm_runtime.js``) reads them."""
+        return [(contexts.copy(), starts.copy(), nexts.copy(), counts.copy())
+                for contexts, starts, nexts, counts in self._counts]
+
     def _orders(self) -> list[_Order]:
         """Each order's counts as ``_Order`` lookups (about 40 MB for a 6-gram of the
         training text), made the first time a draw needs them."""

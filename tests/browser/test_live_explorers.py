@@ -222,7 +222,7 @@ def test_speculative_colours_mean_one_thing_each_and_the_legend_names_them(page)
 
 
 # --- 2. the small breaks ---------------------------------------------------------------------
-@pytest.mark.parametrize("kind", ["step", "truncation", "speculative"])
+@pytest.mark.parametrize("kind", ["step", "truncation", "speculative", "race"])
 def test_a_failed_action_clears_what_is_on_screen(page, kind):
     reset_explorers(page)
     box = explorer(page, kind)
@@ -313,7 +313,7 @@ def test_served_page_samples_as_the_file_does(request, browser, page):  # noqa: 
     assert len(served) == 120 and served == from_file
 
 
-@pytest.mark.parametrize("kind", ["truncation", "step", "speculative"])
+@pytest.mark.parametrize("kind", ["truncation", "step", "speculative", "race"])
 def test_each_explorer_offers_presets_that_set_the_controls_and_run(page, kind):
     reset_explorers(page)
     box = explorer(page, kind)

@@ -220,7 +220,8 @@ def test_typing_a_context_and_pressing_sample_changes_the_output(live, kind):
 
 CHAPTER_EXPLORERS = [("notebooks/01_generation_loop.html", "step"),
                      ("notebooks/03_sampling_and_truncation.html", "truncation"),
-                     ("notebooks/06_speculative_decoding.html", "speculative")]
+                     ("notebooks/06_speculative_decoding.html", "speculative"),
+                     ("notebooks/06_speculative_decoding.html", "race")]
 
 
 @pytest.mark.parametrize("how", ["file", "served"])

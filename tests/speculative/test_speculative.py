@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 import torch
 
@@ -241,6 +242,47 @@ def test_ngram_draft_matches_the_interpolation_formula(tok):
                                    rtol=1e-5, atol=1e-7)
         assert torch.equal(ng.distribution(c), ng.distribution(c))  # remembered, unchanged
         torch.testing.assert_close(torch.from_numpy(ng.probs(c)), by_hand(c[-5:]))
+
+
+def test_ngram_counts_by_order_are_every_context_and_its_followers(tok):
+    """What ``counts_by_order`` hands out (the live site's copy reads it) holds every k-gram
+    of the text once, sorted, with the followers' counts; and it is a copy."""
+    text = "the cat sat on the mat. the cat ate."
+    ng = sp.NGramDraft(tok, order=4, smoothing=0.5, text=text)
+    ids, V = tok.encode(text), tok.vocab_size
+    levels = ng.counts_by_order()
+    assert len(levels) == 4
+    for k, (contexts, starts, nexts, counts) in enumerate(levels):
+        assert list(contexts) == sorted(set(contexts)) and len(starts) == len(contexts) + 1
+        seen = {}
+        for j, code in enumerate(contexts):
+            for i in range(starts[j], starts[j + 1]):
+                seen[int(code), int(nexts[i])] = counts[i]
+        expected = {}
+        for i in range(len(ids) - k):
+            code = 0
+            for x in ids[i:i + k]:
+                code = code * V + x
+            expected[code, ids[i + k]] = expected.get((code, ids[i + k]), 0) + 1
+        assert seen == expected
+    levels[1][3][:] = 0                                 # changing the copy changes nothing
+    assert ng.counts_by_order()[1][3].sum() == len(ids) - 1
+
+
+def test_the_sites_ngram_asset_unpacks_to_the_drafts_counts(tok):
+    import base64
+    import gzip
+
+    from shakespeare_lm.site.book import ngram_asset
+
+    asset = ngram_asset(tok.decode(list(range(tok.vocab_size))), order=3)
+    draft = sp.NGramDraft(tok, order=3)
+    assert (asset["name"], asset["order"], asset["smoothing"]) == ("3-gram", 3, 1.0)
+    dtypes = {"contexts": "<u4", "starts": "<u4", "nexts": "u1", "counts": "<u4"}
+    for level, arrays in zip(asset["levels"], draft.counts_by_order(), strict=True):
+        for (name, dtype), original in zip(dtypes.items(), arrays):
+            got = np.frombuffer(gzip.decompress(base64.b64decode(level[name])), dtype)
+            assert np.array_equal(got, original), name
 
 
 @pytest.mark.parametrize("ctx", ["the ca", "xx the", "t", ""])
