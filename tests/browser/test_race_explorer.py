@@ -19,6 +19,7 @@ import statistics
 
 import numpy as np
 import pytest
+import torch
 
 import shakespeare_lm as slm
 from shakespeare_lm import speculative as sp
@@ -76,6 +77,26 @@ def test_greedy_speculative_decoding_with_the_ngram_writes_pythons_greedy_text(p
         g = slm.generate(model, tok, prompt, n, temperature=0, **settings)
         assert (js["text"], js["stopReason"]) == (g.text, g.stop_reason)
         assert js["rounds"] < len(g.text)  # guesses were kept: fewer passes than characters
+
+
+def test_the_first_character_after_an_ngram_round_has_the_models_distribution(page, model_tok):
+    """Chi-square over 1,200 seeds: the character a round with the n-gram's proposal emits
+    first has the main model's distribution p, and not the draft's own q (the test tells
+    them apart: the draft's q is rejected)."""
+    model, tok = model_tok
+    # a short context, which each run reads afresh, where the draft and p differ (total
+    # variation about 0.4): the draft's guess is often rejected and the residual drawn
+    n, context = 1200, "ROMEO:\nThou art "
+    firsts = page.evaluate("""async ([c, n]) => { const out = [];
+        for (let seed = 0; seed < n; seed++) {
+          out.push((await slm.speculative(c, 1, 3, {}, seed, null, 'ngram')).text); }
+        return out; }""", [context, n])
+    counts = np.bincount(tok.encode("".join(firsts)), minlength=tok.vocab_size)
+    with torch.no_grad():
+        p = torch.softmax(model(torch.tensor([tok.encode(context)]))[0, -1].double(), -1)
+    q = sp.NGramDraft(tok, LIVE_NGRAM_ORDER).probs(tok.encode(context))
+    assert sp.chi_square_test(counts, p)[2] > 1e-3, sp.chi_square_test(counts, p)
+    assert sp.chi_square_test(counts, q)[2] < 1e-6, sp.chi_square_test(counts, q)
 
 
 def test_an_unknown_draft_is_refused_with_the_known_ones(page):
