@@ -5,7 +5,8 @@ refuses with Python's messages, sampling is reproducible, the explorers answer S
 nothing leaves the machine.
 
 Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BROWSER=1).
-``python -m tests.browser.test_live_site`` prints the live model's speed in Chromium instead.
+``python -m tests.browser.test_live_site`` prints the live model's speed in Chromium instead, and
+the race's ratios (plain decoding over speculative decoding with the n-gram) by gamma.
 """
 
 from __future__ import annotations
@@ -273,16 +274,42 @@ def test_pages_with_an_explorer_load_loader_runtime_and_explorers_in_order(page_
 
 
 # --- the bench: python -m tests.browser.test_live_site --------------------------------------------
-def bench(n: int = 400, repeats: int = 3) -> dict:
+RACE_JS = """async ([p, gammas, pairs, n]) => {
+  const out = {};
+  for (const g of gammas) {
+    await slm.speculative(p, 60, g, {}, 0, null, 'ngram');  // warm: loads the n-gram
+    const ratios = [];
+    for (let i = 0; i < pairs; i++) {  // plain first in even pairs, speculative first in odd
+      const t = {};
+      for (const what of (i % 2 ? ['spec', 'plain'] : ['plain', 'spec'])) {
+        const t0 = performance.now();
+        if (what === 'plain') await slm.sample(p, n, {}, i);
+        else await slm.speculative(p, n, g, {}, i, null, 'ngram');
+        t[what] = performance.now() - t0;
+      }
+      ratios.push(t.plain / t.spec);
+    }
+    ratios.sort((a, b) => a - b);
+    out['gamma ' + g] = {median: ratios[(pairs - 1) >> 1], min: ratios[0], max: ratios[pairs - 1]};
+  }
+  return out;
+}"""
+
+
+def bench(n: int = 400, repeats: int = 3, race_pairs: int = 7) -> dict:
     """Characters per second of slm.generate at batch 1 (greedy and sampled), time from
-    navigation to ready, and the size of what the live model adds to the site."""
+    navigation to ready, the size of what the live model adds to the site, and the race
+    (slm_race.js) without its page: plain decoding against speculative decoding with the
+    n-gram, ``race_pairs`` pairs of 200 characters at T = 1 per gamma, the median of the
+    paired ratios (plain time over speculative time) and their range."""
     from playwright.sync_api import sync_playwright
 
     from .test_site import CHROMIUM, CHROMIUM_ARGS
 
     added = sum(f.stat().st_size for f in (SITE / "_static" / "live").rglob("*") if f.is_file())
     added += sum((SITE / "_static" / f).stat().st_size
-                 for f in ("slm_runtime.js", "slm_explorers.js", "slm_vega.js"))
+                 for f in ("slm_runtime.js", "slm_explorers.js", "slm_vega.js", "slm_beam.js",
+                           "slm_builder.js", "slm_race.js"))
     out = {"site_growth_MB": round(added / 1e6, 2)}
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -305,6 +332,10 @@ def bench(n: int = 400, repeats: int = 3) -> dict:
                 return slm.generate('KATHARINA:\\n', n, s, 1)
                   .then(() => performance.now() - t0); }""", [n, settings])
             out[f"chars_per_s_{name}"] = round(n / (t / 1000))
+        race = page.evaluate(RACE_JS, ["KATHARINA:\nMoved! in good time: let him that moved you ",
+                                       [2, 3, 4, 8], race_pairs, 200])
+        out["race_plain_over_speculative"] = {
+            g: {k: round(v, 2) for k, v in r.items()} for g, r in race.items()}
         b.close()
     out["ready_ms_from_navigation"] = [round(r) for r in ready]
     return out
