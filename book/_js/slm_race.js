@@ -122,7 +122,11 @@
         window.slm.decoding.config(s);
       } catch (e) { return Promise.resolve(U.fail(ui, e)); }
       var context = ui.context.value.slice(-m.config.block_size), results = [];
-      var plainRun = function (sd, k) { return window.slm.sample(context, k, s, sd); };
+      // both slide through context windows (speculative decoding always does), so a long run
+      // writes all its characters either way
+      var plainRun = function (sd, k) {
+        return window.slm.sample(context, k, Object.assign({ context_overflow: "slide" }, s), sd);
+      };
       var specRun = function (sd, k) { return window.slm.speculative(context, k, g, s, sd, null, "ngram"); };
       function timed(fn, sd) {
         var t0 = performance.now();

@@ -132,6 +132,11 @@ def test_the_race_shows_each_pairs_ratio_and_their_median(page):
     assert last["spec_text"] in box.locator(".slm-output").inner_text()
 
 
+def test_a_race_past_the_context_window_writes_every_character_both_ways(page):
+    r = race(page, pairs=1, length=300)  # the context and 300 characters exceed 256
+    assert len(r["pairs"][0]["plain_text"]) == len(r["pairs"][0]["spec_text"]) == 300
+
+
 def test_at_temperature_0_both_runs_write_pythons_greedy_text(page, model_tok):
     model, tok = model_tok
     r = race(page, pairs=2, length=60, temperature=0)
