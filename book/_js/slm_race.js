@@ -3,10 +3,10 @@
    (slm_runtime.js), timed in the reader's own browser.
 
      Race         times `pairs` pairs of runs, each writing `length` characters after the
-                  reader's context: one run of plain decoding (slm.sample) and one of
-                  speculative decoding with the n-gram (slm.speculative(..., "ngram")), the
-                  two in alternating order, both with the pair's seed; one short run of each
-                  first, untimed, loads the draft and warms the runtime
+                  reader's context (slm.race in slm_runtime.js): one run of plain decoding
+                  and one of speculative decoding with the n-gram, the two in alternating
+                  order, both with the pair's seed; one short run of each first, untimed,
+                  loads the draft and warms the runtime
      the table    each pair's milliseconds per character, and its ratio, plain time over
                   speculative time (above 1: speculative decoding was faster)
      the bars     the median milliseconds per character of each
@@ -42,7 +42,6 @@
     var s = xs.slice().sort(function (a, b) { return a - b; }), h = s.length >> 1;
     return s.length % 2 ? s[h] : (s[h - 1] + s[h]) / 2;
   }
-  function nextFrame() { return new Promise(function (r) { setTimeout(r, 0); }); }  // let the page redraw
 
   function race(ui, m) {
     var inputs = { temperature: U.slider(ui, U.RULE_INPUTS[0], m) };
@@ -98,8 +97,7 @@
       ui.output.textContent = "";
       ui.caption.textContent = "Below, the texts of pair " + r.pair + " (seed " + r.seed + "), after your context:";
       el("span", { style: "color:#888" }, ui.output, context.slice(-120));
-      var plain = r.plain_text, spec = r.spec_text;
-      [["plain decoding: ", plain, C.plain], ["speculative decoding: ", spec, C.spec]].forEach(function (t) {
+      [["plain decoding: ", r.plain_text, C.plain], ["speculative decoding: ", r.spec_text, C.spec]].forEach(function (t) {
         el("div", { style: "margin-top:.3em;color:" + t[2] + ";font-weight:bold" }, ui.output, t[0]);
         el("span", { class: "slm-new", style: "font-weight:bold;background:#e3f0ff" }, ui.output, t[1]);
       });
@@ -121,71 +119,45 @@
         first = U.count(seed, 0);
         window.slm.decoding.config(s);
       } catch (e) { return Promise.resolve(U.fail(ui, e)); }
-      var context = ui.context.value.slice(-m.config.block_size), results = [];
-      // both slide through context windows (speculative decoding always does), so a long run
-      // writes all its characters either way
-      var plainRun = function (sd, k) {
-        return window.slm.sample(context, k, Object.assign({ context_overflow: "slide" }, s), sd);
-      };
-      var specRun = function (sd, k) { return window.slm.speculative(context, k, g, s, sd, null, "ngram"); };
-      function timed(fn, sd) {
-        var t0 = performance.now();
-        return fn(sd, n).then(function (r) { return { ms: performance.now() - t0, r: r }; });
-      }
-      function pair(i) {
-        if (i === count) return Promise.resolve();
-        U.progress(ui, "pair " + (i + 1) + " of " + count + "\u2026");
-        var sd = first + i, order = i % 2 ? [specRun, plainRun] : [plainRun, specRun], got = {};
-        return nextFrame().then(function () { return timed(order[0], sd); }).then(function (a) {
-          got[order[0] === plainRun ? "plain" : "spec"] = a;
-          return timed(order[1], sd);
-        }).then(function (b) {
-          got[order[1] === plainRun ? "plain" : "spec"] = b;
-          var sp = got.spec.r, plainChars = got.plain.r.ids.length, specChars = sp.text.length;
-          var r = { pair: i + 1, seed: sd, plain_ms: got.plain.ms / plainChars, spec_ms: got.spec.ms / specChars,
-                    plain_text: got.plain.r.text, spec_text: sp.text, rounds: sp.rounds, accepted: sp.accepted,
-                    proposed: sp.proposed, chars: specChars };
-          r.ratio = r.plain_ms / r.spec_ms;
-          results.push(r);
-          row(r);
-          texts(context, r);
-          return pair(i + 1);
-        });
-      }
+      var context = ui.context.value.slice(-m.config.block_size);
       header();
       ui.bars.textContent = ui.summary.textContent = ui.caption.textContent = "";
       ui.view.style.display = "";
       U.progress(ui, "loading the n-gram draft and warming up\u2026");
       var draftName;
-      return window.slm.loadNgram().then(function (ng) { draftName = ng.name; return specRun(first, WARM_UP); })
-        .then(function () { return plainRun(first, WARM_UP); })
-        .then(function () { return pair(0); })
-        .then(function () {
-          var ratios = results.map(function (r) { return r.ratio; });
-          var mid = median(ratios), plainMs = median(results.map(function (r) { return r.plain_ms; }));
-          var specMs = median(results.map(function (r) { return r.spec_ms; }));
-          var rounds = 0, chars = 0, accepted = 0, proposed = 0;
-          results.forEach(function (r) { rounds += r.rounds; chars += r.chars; accepted += r.accepted; proposed += r.proposed; });
-          bars(plainMs, specMs, draftName);
-          var cores = navigator.hardwareConcurrency;
-          ui.summary.textContent = "";
-          el("b", {}, ui.summary, "Speculative decoding ran " + mid.toFixed(2) + " times as fast as plain decoding");
-          ui.summary.appendChild(document.createTextNode(
-            " (the median of " + count + " paired ratios, from " + Math.min.apply(null, ratios).toFixed(2) + " to " +
-            Math.max.apply(null, ratios).toFixed(2) + "). The main model made " + (chars / rounds).toFixed(2) +
-            " characters per pass; acceptance \u03b1 = " + (proposed ? (100 * accepted / proposed).toFixed(1) + "%" : "none tested") +
-            ". Measured in this browser, on one WebAssembly thread" +
-            (cores ? " (this device reports " + cores + " logical cores)" : "") + "." +
-            (results.every(function (r) { return r.plain_text === r.spec_text; }) ?
-             " In every pair the two runs wrote the same text." : "")));
-          var out = { draft: draftName, gamma: g, length: n, temperature: s.temperature, median: mid, pairs: results,
-                      plain_ms: plainMs, spec_ms: specMs, chars_per_pass: chars / rounds,
-                      acceptance: proposed ? accepted / proposed : 0 };
-          ui.root.setAttribute("data-race", JSON.stringify(out));
-          ui.root.setAttribute("data-state", count + " pairs of " + n + ", seed " + first);
-          U.ok(ui, count + " pairs of " + n + " characters; seeds " + first + "\u2013" + (first + count - 1));
-          U.busy(ui, false);
-        }).catch(function (e) { U.fail(ui, e); });
+      return window.slm.loadNgram().then(function (ng) {
+        draftName = ng.name;
+        return window.slm.race(context, n, g, s, first, count, WARM_UP, function (r) {
+          U.progress(ui, "pair " + r.pair + " of " + count + " done\u2026");
+          row(r);
+          texts(context, r);
+        });
+      }).then(function (results) {
+        var ratios = results.map(function (r) { return r.ratio; });
+        var mid = median(ratios), plainMs = median(results.map(function (r) { return r.plain_ms; }));
+        var specMs = median(results.map(function (r) { return r.spec_ms; }));
+        var rounds = 0, chars = 0, accepted = 0, proposed = 0;
+        results.forEach(function (r) { rounds += r.rounds; chars += r.chars; accepted += r.accepted; proposed += r.proposed; });
+        bars(plainMs, specMs, draftName);
+        var cores = navigator.hardwareConcurrency;
+        ui.summary.textContent = "";
+        el("b", {}, ui.summary, "Speculative decoding ran " + mid.toFixed(2) + " times as fast as plain decoding");
+        ui.summary.appendChild(document.createTextNode(
+          " (the median of " + count + " paired ratios, from " + Math.min.apply(null, ratios).toFixed(2) + " to " +
+          Math.max.apply(null, ratios).toFixed(2) + "). The main model made " + (chars / rounds).toFixed(2) +
+          " characters per pass; acceptance \u03b1 = " + (proposed ? (100 * accepted / proposed).toFixed(1) + "%" : "none tested") +
+          ". Measured in this browser, on one WebAssembly thread" +
+          (cores ? " (this device reports " + cores + " logical cores)" : "") + "." +
+          (results.every(function (r) { return r.plain_text === r.spec_text; }) ?
+           " In every pair the two runs wrote the same text." : "")));
+        var out = { draft: draftName, gamma: g, length: n, temperature: s.temperature, median: mid, pairs: results,
+                    plain_ms: plainMs, spec_ms: specMs, chars_per_pass: chars / rounds,
+                    acceptance: proposed ? accepted / proposed : 0 };
+        ui.root.setAttribute("data-race", JSON.stringify(out));
+        ui.root.setAttribute("data-state", count + " pairs of " + n + ", seed " + first);
+        U.ok(ui, count + " pairs of " + n + " characters; seeds " + first + "\u2013" + (first + count - 1));
+        U.busy(ui, false);
+      }).catch(function (e) { U.fail(ui, e); });
     }
     ui.sample.onclick = run;
     U.presets(ui, PRESETS, run);

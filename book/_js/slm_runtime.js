@@ -346,6 +346,47 @@
     }
   }
 
+  /** Plain decoding against speculative decoding with the n-gram, timed side by side (the
+      race of chapter 6): one untimed run of `warmUp` characters of each, then `pairs` pairs of
+      `n`-character runs after `prompt`, one of each, plain first in even pairs and
+      speculative first in odd ones, both with seed `seed` + i and `settings` (generate's).
+      Plain decoding slides through context windows as speculative decoding does, so both
+      write all n characters. onPair(pair) after each pair (the page redraws before the next);
+      a Promise of the pairs, each {pair, seed, plain_ms, spec_ms (milliseconds a
+      character), ratio (plain_ms / spec_ms), plain_text, spec_text, and the speculative
+      run's rounds, accepted, proposed and chars}. */
+  function race(prompt, n, gamma, settings, seed, pairs, warmUp, onPair) {
+    var runs = {
+      plain: function (sd, k) { return sample(prompt, k, Object.assign({ context_overflow: "slide" }, settings), sd); },
+      spec: function (sd, k) { return speculative(prompt, k, gamma, settings, sd, null, "ngram"); }
+    };
+    var out = [];
+    function timed(what, sd) {
+      var t0 = performance.now();
+      return runs[what](sd, n).then(function (r) { return { ms: performance.now() - t0, r: r }; });
+    }
+    function pair(i) {
+      if (i === pairs) return out;
+      var sd = seed + i, order = i % 2 ? ["spec", "plain"] : ["plain", "spec"], got = {};
+      return new Promise(function (r) { setTimeout(r, 0); })  // let the page redraw
+        .then(function () { return timed(order[0], sd); })
+        .then(function (a) { got[order[0]] = a; return timed(order[1], sd); })
+        .then(function (b) {
+          got[order[1]] = b;
+          var plain = got.plain.r, sp = got.spec.r;
+          var p = { pair: i + 1, seed: sd, plain_ms: got.plain.ms / plain.ids.length, spec_ms: got.spec.ms / sp.text.length,
+                    plain_text: plain.text, spec_text: sp.text, rounds: sp.rounds, accepted: sp.accepted,
+                    proposed: sp.proposed, chars: sp.text.length };
+          p.ratio = p.plain_ms / p.spec_ms;
+          out.push(p);
+          if (onPair) onPair(p);
+          return pair(i + 1);
+        });
+    }
+    return runs.spec(seed, warmUp).then(function () { return runs.plain(seed, warmUp); })
+      .then(function () { return pair(0); });
+  }
+
   window.slm = {
     ready: load("shakespeare").then(function (m) {
       window.slm.chars = m.chars;
@@ -354,7 +395,8 @@
       return window.slm;
     }),
     load: load, loadAsset: loadAsset, nextLogits: nextLogits, nextDistribution: nextDistribution,
-    generate: generate, sample: sample, speculative: speculative, timings: timings, loadNgram: loadNgram,
+    generate: generate, sample: sample, speculative: speculative, race: race, timings: timings,
+    loadNgram: loadNgram,
     Stream: Stream, decode: decode,
     encode: function (text) { return load().then(function (m) { return D.encode(m.chars, text); }); }
   };

@@ -277,18 +277,7 @@ def test_pages_with_an_explorer_load_loader_runtime_and_explorers_in_order(page_
 RACE_JS = """async ([p, gammas, pairs, n]) => {
   const out = {};
   for (const g of gammas) {
-    await slm.speculative(p, 60, g, {}, 0, null, 'ngram');  // warm: loads the n-gram
-    const ratios = [];
-    for (let i = 0; i < pairs; i++) {  // plain first in even pairs, speculative first in odd
-      const t = {};
-      for (const what of (i % 2 ? ['spec', 'plain'] : ['plain', 'spec'])) {
-        const t0 = performance.now();
-        if (what === 'plain') await slm.sample(p, n, {}, i);
-        else await slm.speculative(p, n, g, {}, i, null, 'ngram');
-        t[what] = performance.now() - t0;
-      }
-      ratios.push(t.plain / t.spec);
-    }
+    const ratios = (await slm.race(p, n, g, {}, 0, pairs, 60)).map(r => r.ratio);
     ratios.sort((a, b) => a - b);
     out['gamma ' + g] = {median: ratios[(pairs - 1) >> 1], min: ratios[0], max: ratios[pairs - 1]};
   }
@@ -299,9 +288,9 @@ RACE_JS = """async ([p, gammas, pairs, n]) => {
 def bench(n: int = 400, repeats: int = 3, race_pairs: int = 7) -> dict:
     """Characters per second of slm.generate at batch 1 (greedy and sampled), time from
     navigation to ready, the size of what the live model adds to the site, and the race
-    (slm_race.js) without its page: plain decoding against speculative decoding with the
-    n-gram, ``race_pairs`` pairs of 200 characters at T = 1 per gamma, the median of the
-    paired ratios (plain time over speculative time) and their range."""
+    (slm.race, what slm_race.js shows) without its page: plain decoding against speculative
+    decoding with the n-gram, ``race_pairs`` pairs of 200 characters at T = 1 per gamma, the
+    median of the paired ratios (plain time over speculative time) and their range."""
     from playwright.sync_api import sync_playwright
 
     from .test_site import CHROMIUM, CHROMIUM_ARGS
