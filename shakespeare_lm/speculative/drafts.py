@@ -125,6 +125,38 @@ def _encode_array(tok, text: str) -> np.ndarray:
     return np.asarray(tok.encode(text), dtype=np.int64)  # names the offending character
 
 
+def _gram_codes(ids: np.ndarray, m: int, V: int) -> np.ndarray:
+    """The base-V code of every m-gram of ids, oldest id most significant, in text order."""
+    code = np.zeros(len(ids) - m + 1, dtype=np.int64)
+    for j in range(m):
+        code = code * V + ids[j : len(ids) - m + 1 + j]
+    return code
+
+
+def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For sorted codes: each distinct value, where its run starts, and the run's length
+    (``np.unique`` with ``return_index`` and ``return_counts``, without sorting again)."""
+    starts = np.flatnonzero(np.r_[True, codes[1:] != codes[:-1]])
+    return codes[starts], starts, np.diff(np.r_[starts, len(codes)])
+
+
+def _count_grams(ids: np.ndarray, order: int, V: int) -> list[tuple]:
+    """``NGramDraft``'s counts for k = 0 .. order - 1, from one sort. Sorted order-grams
+    have sorted prefixes, so each shorter gram's codes are the sorted longest ones divided
+    down, plus the order - 1 - k grams that start too near the end to be a prefix of one,
+    put in their places."""
+    longest = np.sort(_gram_codes(ids, order, V))
+    out = []
+    for k in range(order):
+        late = np.sort(_gram_codes(ids[len(ids) - order + 1:], k + 1, V)) if k < order - 1 \
+            else longest[:0]
+        prefixes = longest // V ** (order - 1 - k)
+        grams, _, n = _runs(np.insert(prefixes, np.searchsorted(prefixes, late), late))
+        contexts, first, _ = _runs(grams // V)
+        out.append((contexts, np.append(first, len(grams)), grams % V, n.astype(np.float64)))
+    return out
+
+
 class _Order:
     """One order's counts, laid out for single lookups from Python: each context's place
     (a dict), where its followers start, their total, the followers as bytes (ids < 256)
@@ -196,15 +228,7 @@ class NGramDraft:
         self.smoothing = float(smoothing)
         # per context length k: the contexts seen (base-V codes, sorted), where each one's
         # followers start in ``nexts``/``counts``, and those followers with their counts
-        self._counts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
-        for k in range(order):
-            code = np.zeros(len(ids) - k, dtype=np.int64)
-            for j in range(k + 1):  # base-V number of the (k+1)-gram, oldest id most significant
-                code = code * V + ids[j : len(ids) - k + j]
-            grams, n = np.unique(code, return_counts=True)
-            contexts, first = np.unique(grams // V, return_index=True)
-            self._counts.append((contexts, np.append(first, len(grams)), grams % V,
-                                 n.astype(np.float64)))
+        self._counts = _count_grams(ids, order, V)
         self._logits: dict[tuple[int, ...], torch.Tensor] = {}
         self._tables: list[_Order] | None = None  # for ``sample_chain``, made when first used
 

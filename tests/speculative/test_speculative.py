@@ -252,10 +252,20 @@ def test_ngram_counts_by_order_are_every_context_and_its_followers(tok):
     ids, V = tok.encode(text), tok.vocab_size
     levels = ng.counts_by_order()
     assert len(levels) == 4
+    _check_counts(levels, ids, V)
+    levels[1][3][:] = 0                                 # changing the copy changes nothing
+    assert ng.counts_by_order()[1][3].sum() == len(ids) - 1
+
+
+def _check_counts(levels, ids: list[int], V: int) -> None:
+    """Each level k of ``counts_by_order`` is every (k+1)-gram of ids once, counted by hand:
+    its contexts sorted and distinct, its followers sorted within each context."""
     for k, (contexts, starts, nexts, counts) in enumerate(levels):
         assert list(contexts) == sorted(set(contexts)) and len(starts) == len(contexts) + 1
         seen = {}
         for j, code in enumerate(contexts):
+            followers = nexts[starts[j]:starts[j + 1]]
+            assert list(followers) == sorted(set(followers))
             for i in range(starts[j], starts[j + 1]):
                 seen[int(code), int(nexts[i])] = counts[i]
         expected = {}
@@ -264,9 +274,21 @@ def test_ngram_counts_by_order_are_every_context_and_its_followers(tok):
             for x in ids[i:i + k]:
                 code = code * V + x
             expected[code, ids[i + k]] = expected.get((code, ids[i + k]), 0) + 1
-        assert seen == expected
-    levels[1][3][:] = 0                                 # changing the copy changes nothing
-    assert ng.counts_by_order()[1][3].sum() == len(ids) - 1
+        assert seen == expected, f"level {k}"
+
+
+@pytest.mark.parametrize("order", range(1, sp.NGramDraft.MAX_ORDER + 1))
+def test_ngram_counts_hold_for_every_order_and_the_texts_last_grams(tok, order):
+    """The counts come from one sort of the longest grams, the shorter ones read off as
+    their prefixes, and the few that start too near the end to be a prefix added: texts of
+    two or three letters (so grams repeat and the late ones fall among the prefixes), from
+    exactly ``order`` characters long up, every k-gram counted once."""
+    rng = np.random.default_rng(order)
+    for length in [order, order + 1, order + 2, 17, 60]:
+        for letters in ("ab", "ab ", "z"):
+            text = "".join(rng.choice(list(letters), size=max(length, order)))
+            ng = sp.NGramDraft(tok, order=order, text=text)
+            _check_counts(ng.counts_by_order(), tok.encode(text), tok.vocab_size)
 
 
 def test_the_sites_ngram_asset_unpacks_to_the_drafts_counts(tok):
