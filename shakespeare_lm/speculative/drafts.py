@@ -146,10 +146,10 @@ def _count_grams(ids: np.ndarray, order: int, V: int) -> list[tuple]:
     down, plus the order - 1 - k grams that start too near the end to be a prefix of one,
     put in their places."""
     longest = np.sort(_gram_codes(ids, order, V))
+    last = ids[len(ids) - order + 1:]  # the last order - 1 ids
     out = []
     for k in range(order):
-        late = np.sort(_gram_codes(ids[len(ids) - order + 1:], k + 1, V)) if k < order - 1 \
-            else longest[:0]
+        late = np.sort(_gram_codes(last, k + 1, V))  # none when k = order - 1
         prefixes = longest // V ** (order - 1 - k)
         grams, _, n = _runs(np.insert(prefixes, np.searchsorted(prefixes, late), late))
         contexts, first, _ = _runs(grams // V)
