@@ -140,7 +140,8 @@ def _runs(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return codes[starts], starts, np.diff(np.r_[starts, len(codes)])
 
 
-def _count_grams(ids: np.ndarray, order: int, V: int) -> list[tuple]:
+def _count_grams(ids: np.ndarray, order: int,
+                 V: int) -> list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]]:
     """``NGramDraft``'s counts for k = 0 .. order - 1, from one sort. Sorted order-grams
     have sorted prefixes, so each shorter gram's codes are the sorted longest ones divided
     down, plus the order - 1 - k grams that start too near the end to be a prefix of one,
