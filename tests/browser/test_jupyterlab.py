@@ -445,6 +445,21 @@ def _differences(a, b, path: str = "") -> list[str]:
     return [] if a == b else [path]
 
 
+def _saved(path: Path, timeout: float = 15) -> dict:
+    """The notebook at ``path`` once the server has finished writing it. Jupyter's save
+    rewrites the file in place (its backup copy aside), so a read while the save is under
+    way can find it empty or cut short: read again until it parses, or fail with the
+    parse error after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return json.loads(path.read_text("utf-8"))
+        except json.JSONDecodeError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
 def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
     """JupyterLab writes the kernel's display name and marks folded cells when a chapter
     opens; if the stored chapter differed, the tab would turn dirty, closing it would ask
@@ -466,7 +481,7 @@ def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
         # a chapter JupyterLab changed is dirty, and saved once its tab is no longer marked
         lab.page.wait_for_function("t => !t.classList.contains('jp-mod-dirty')",
                                    arg=lab.tab(path.name).element_handle(), timeout=15_000)
-        after = json.loads(path.read_text("utf-8"))
+        after = _saved(path)
         changed = [d for d in _differences(before, after) if not VEGA_PNG.search(d)]
         if changed:
             problems.append(f"{path.name}: JupyterLab changed {changed[:6]}")
