@@ -38,8 +38,10 @@ fi
 
 asked=""
 if [ ! -e "$ENV" ] || [ "$ORIGIN" != "file" ]; then  # the venv is to be made, or PYTHON= was given
-    asked=$("$PYTHON" -c 'import platform; print(platform.python_version())' 2>/dev/null) \
-        || fail "PYTHON=$PYTHON cannot be run. Name an installed Python $SUPPORTED, e.g. $EXAMPLE."
+    asked=$("$PYTHON" -c 'import platform; print(platform.python_version())' 2>&1) \
+        || fail "PYTHON=$PYTHON cannot be run ($(echo "$asked" | head -n 1)). Name an \
+installed Python $SUPPORTED, e.g. $EXAMPLE, or give its full path (with pyenv: \
+PYTHON=\$(pyenv root)/versions/3.12.1/bin/python)."
     supported "$asked" || fail "PYTHON=$PYTHON is Python $asked; this book supports Python \
 $SUPPORTED. Name one of those, e.g. $EXAMPLE (pyenv versions, or ls /usr/bin/python3.*, \
 lists the ones you have)."
