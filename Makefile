@@ -97,6 +97,9 @@ $(GPU_VENV)/.installed-stamp: pyproject.toml tools/install_torch.py
 	$(PYTHON) -m venv $(GPU_VENV)
 	$(GPU_VENV)/bin/python -m pip install -q --upgrade pip
 	$(GPU_VENV)/bin/python tools/install_torch.py $(TORCH) --index ''
+	@$(GPU_VENV)/bin/python -c 'import torch, sys; sys.exit(torch.version.cuda is None)' || { \
+	  echo "make test-gpu: the default package index gave $(GPU_VENV) a CPU-only torch; give" \
+	       "GPU_PYTHON= a Python that has a CUDA build (rm -rf $(GPU_VENV) to try again)" >&2; exit 2; }
 	$(GPU_VENV)/bin/python -m pip install -q -e '.[test]'
 	touch $@
 
@@ -113,8 +116,10 @@ test-gpu: $(if $(filter $(GPU_VENV)/bin/python,$(GPU_PYTHON)),$(GPU_VENV)/.insta
 # Kernels keep OpenMP's default wait policy, as `make bench` and the chapters' timings do: with
 # OMP_WAIT_POLICY=PASSIVE a batch-1 decode step took 3.2 ms instead of 0.7 ms on 2 cores.
 LAB_STATE := .jupyter-lab
+# (as root, in a container say, Jupyter refuses to start without --allow-root)
 LAB_FLAGS := --LabApp.app_settings_dir=$(CURDIR)/lab \
-             --LabApp.workspaces_dir=$(CURDIR)/$(LAB_STATE)/workspaces
+             --LabApp.workspaces_dir=$(CURDIR)/$(LAB_STATE)/workspaces \
+             $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
 	rm -rf $(LAB_STATE)/workspaces
 	$(BIN)/jupyter trust notebooks/*.ipynb
