@@ -308,7 +308,8 @@ def step_caption(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,
     fit = ("" if hw.memory_bytes is None or weights <= hw.memory_bytes else
            f" (weights exceed its {hw.memory_bytes / GB:,.0f} GB)")
     return [what + fit,
-            f"reads {fmt3(cost.bytes / GB)} GB (weights {fmt3(weights / GB)} GB, KV cache "
+            f"moves {fmt3(cost.bytes / GB)} GB (reads the weights, {fmt3(weights / GB)} GB; "
+            f"{'writes' if step == 0 else 'reads and extends'} the KV cache, "
             f"{fmt3((cost.bytes - weights) / GB)} GB), does {si(cost.flops)}FLOP",
             f"{fmt3(cost.intensity)} FLOP/byte, ridge {fmt3(hw.ridge_intensity)}: "
             f"{cost.bound}-bound, {fmt3(cost.seconds * 1e3)} ms, arithmetic busy "
@@ -363,9 +364,10 @@ class PrefillDecodeChart:
         x = alt.X("label:N", sort=order, title=None, axis=alt.Axis(labelAngle=0))
         opacity = alt.Opacity("shown:Q", scale=None, legend=None)
         panel = max(80, (height - 40) // 3)
-        # the bytes read: the weights (all of them, every step) and the KV cache
+        # the bytes moved: the weights (all read, every step) and the KV cache (written by
+        # the prefill, read and extended by each decode step)
         bytes_ = rows.transform_fold([WEIGHTS, KV], as_=["part", "GB"]).mark_bar().encode(
-            x=hidden_x, y=alt.Y("GB:Q", title="bytes read (GB)", stack="zero",
+            x=hidden_x, y=alt.Y("GB:Q", title="bytes moved (GB)", stack="zero",
                                 axis=alt.Axis(tickCount=3)),
             color=alt.Color("part:N", title=None, sort=[WEIGHTS, KV], scale=alt.Scale(
                 domain=[WEIGHTS, KV], range=[style.PALETTE[0], style.PALETTE[1]])),
@@ -424,9 +426,9 @@ def _intensity_panel(rows, x, opacity, width: int, panel: int):
 def prefill_decode_figure(models: dict | None = None, hardware: dict | None = None,
                           prompt_lens=(10, 100, 1000), n_decode: int = 8):
     """A kernel-free figure that plays one request, prefill then ``n_decode`` decode
-    steps: per step the bytes read (weights and KV cache), the useful FLOPs and the
-    arithmetic intensity against the hardware's ridge point, for a model of ``models``
-    and a hardware preset of ``hardware`` (``{key: ModelSpec}``, ``{key: Hardware}``;
+    steps: per step the bytes moved (weights read; KV cache written or read), the useful
+    FLOPs and the arithmetic intensity against the hardware's ridge point, for a model of
+    ``models`` and a hardware preset of ``hardware`` (``{key: ModelSpec}``, ``{key: Hardware}``;
     by default ``PLAYER_MODELS`` and ``PLAYER_HARDWARE``). Its controls: model,
     hardware, prompt length, and the step, which a play button moves on."""
     models = dict(models or PLAYER_MODELS)
@@ -454,7 +456,8 @@ class BatchRun:
     """One curve of the batching figure: per batch size, the tokens per second over the
     whole batch and the seconds per token that each request waits (a decode step's time),
     measured or by the roofline. A roofline run may know ``fits``, the largest batch whose
-    KV caches fit in the hardware's memory beside the weights, and ``memory_gb``."""
+    KV caches fit in the hardware's memory beside the weights, ``memory_gb`` and the
+    weights' own ``weights_gb``."""
 
     name: str
     batches: tuple[int, ...]
@@ -464,6 +467,7 @@ class BatchRun:
     fits: int | None = None
     memory_gb: float | None = None
     gb_per_sequence: float | None = None
+    weights_gb: float | None = None
 
     @property
     def knee(self) -> int:
@@ -498,7 +502,8 @@ def roofline_run(spec: ModelSpec, hw: Hardware, context: int, batches=None,
                     tuple(b / c.seconds for b, c in zip(batches, costs)),
                     tuple(c.seconds for c in costs), measured=False, fits=fits,
                     memory_gb=None if hw.memory_bytes is None else hw.memory_bytes / GB,
-                    gb_per_sequence=spec.kv_bytes_per_token * (context + 1) / GB)
+                    gb_per_sequence=spec.kv_bytes_per_token * (context + 1) / GB,
+                    weights_gb=spec.weight_bytes / GB)
 
 
 def _batch_rows(runs: list[BatchRun]) -> list[dict]:
@@ -543,9 +548,10 @@ def batch_caption(runs: list[BatchRun], batch: int) -> list[str]:
         lines.append(line)
         if run.fits is not None and batch > run.fits:
             # (Vega trims a line's leading spaces: the note names its run)
-            lines.append(f"{run.name.split(' (')[0]}: the caches need "
-                         f"{batch * run.gb_per_sequence:,.0f} GB; "
-                         f"{run.memory_gb:,.0f} GB hold {run.fits:,}")
+            caches = batch * run.gb_per_sequence
+            lines.append(f"{run.name.split(' (')[0]}: caches {caches:,.0f} GB + weights "
+                         f"{run.weights_gb:,.0f} GB = {caches + run.weights_gb:,.0f} GB; "
+                         f"{run.memory_gb:,.0f} GB hold the weights and {run.fits:,} caches")
     # spaces that SVG text keeps (it would fold a run of plain ones into one)
     return [line.replace(" ", "\u00a0") for line in lines]
 

@@ -6,8 +6,11 @@
 * speculative decoding with it keeps the main model's distribution: its greedy text is
   Python's greedy text, and an unknown draft is refused with the names of the known ones;
 * the race shows what it says: one row per pair, each ratio the pair's plain time over its
-  speculative time, the summary's median the median of those ratios; at temperature 0 both
-  runs of every pair write Python's greedy text; bad input is refused and clears the view.
+  speculative time, the summary's median the median of those ratios and its count the pairs
+  speculative decoding won, the bars each side's median time per character and their ratio;
+  the summary names a winner only where both ratios point to it, and calls the result mixed
+  otherwise; at temperature 0 both runs of every pair write Python's greedy text; bad input
+  is refused and clears the view.
 
 Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BROWSER=1).
 """
@@ -105,6 +108,13 @@ def test_an_unknown_draft_is_refused_with_the_known_ones(page):
     assert message.startswith('draft="trigram" is invalid') and '"ngram"' in message, message
 
 
+def direction(ratio: float) -> int:
+    """Which way a ratio points, read as the race reads it, at the two decimals it shows:
+    1 speculative decoding faster, -1 slower, 0 level."""
+    shown = float(f"{ratio:.2f}")
+    return (shown > 1) - (shown < 1)
+
+
 def test_the_race_shows_each_pairs_ratio_and_their_median(page):
     r = race(page, pairs=3, length=80, seed=5)
     box = explorer(page, "race")
@@ -121,8 +131,23 @@ def test_the_race_shows_each_pairs_ratio_and_their_median(page):
         assert row.split() == [str(p["pair"]), f"{p['plain_ms']:.3f}", f"{p['spec_ms']:.3f}",
                                f"{p['ratio']:.2f}"]
     summary = box.locator(".slm-race-summary").inner_text()
-    assert f"ran {r['median']:.2f} times as fast" in summary and "WebAssembly" in summary
+    wins = sum(direction(p["ratio"]) > 0 for p in r["pairs"])
+    assert r["wins"] == wins and f"faster in {wins} of 3 pairs" in summary
+    assert r["median_ratio"] == pytest.approx(r["plain_ms"] / r["spec_ms"])
+    ways = direction(r["median"]), direction(r["median_ratio"])
+    verdict = "mixed" if ways[0] != ways[1] or ways[0] == 0 else \
+        "speculative" if ways[0] > 0 else "plain"
+    assert r["verdict"] == verdict
+    ratio = f"the median of the 3 paired ratios is {r['median']:.2f}"
+    first = {"speculative": f"Speculative decoding ran {r['median']:.2f} times as fast as plain "
+                            "decoding, by the median of the 3 paired ratios",
+             "plain": f"Plain decoding was faster: {ratio}",
+             "mixed": f"No winner: {ratio}" if ways == (0, 0) else
+                      f"Mixed result, no winner: {ratio}"}[verdict]
+    assert summary.startswith(first) and "WebAssembly" in summary, summary
     assert f"{r['chars_per_pass']:.2f} characters per pass" in summary
+    assert ("Median time per character, over the 3 runs of each; their ratio, plain over "
+            f"speculative: {r['median_ratio']:.2f}") in box.locator(".slm-race-bars").inner_text()
     assert "the same text" not in summary  # at temperature 1 the texts differ
     assert r["draft"] == f"{LIVE_NGRAM_ORDER}-gram" and r["draft"] in \
         box.locator(".slm-race-bars").inner_text()
