@@ -308,9 +308,9 @@ def step_caption(spec: ModelSpec, hw: Hardware, prompt_len: int, step: int,
     fit = ("" if hw.memory_bytes is None or weights <= hw.memory_bytes else
            f" (weights exceed its {hw.memory_bytes / GB:,.0f} GB)")
     return [what + fit,
-            f"moves {fmt3(cost.bytes / GB)} GB (reads the weights, {fmt3(weights / GB)} GB; "
-            f"{'writes' if step == 0 else 'reads and extends'} the KV cache, "
-            f"{fmt3((cost.bytes - weights) / GB)} GB), does {si(cost.flops)}FLOP",
+            f"moves {fmt3(cost.bytes / GB)} GB: weights {fmt3(weights / GB)} GB read, KV cache "
+            f"{fmt3((cost.bytes - weights) / GB)} GB {'written' if step == 0 else 'read'}; "
+            f"{si(cost.flops)}FLOP",
             f"{fmt3(cost.intensity)} FLOP/byte, ridge {fmt3(hw.ridge_intensity)}: "
             f"{cost.bound}-bound, {fmt3(cost.seconds * 1e3)} ms, arithmetic busy "
             f"{fmt3(100 * cost.compute_utilization)}%"]
@@ -549,9 +549,8 @@ def batch_caption(runs: list[BatchRun], batch: int) -> list[str]:
         if run.fits is not None and batch > run.fits:
             # (Vega trims a line's leading spaces: the note names its run)
             caches = batch * run.gb_per_sequence
-            lines.append(f"{run.name.split(' (')[0]}: caches {caches:,.0f} GB + weights "
-                         f"{run.weights_gb:,.0f} GB = {caches + run.weights_gb:,.0f} GB; "
-                         f"{run.memory_gb:,.0f} GB hold the weights and {run.fits:,} caches")
+            lines.append(f"{run.name.split(' (')[0]}: caches {caches:,.0f} + weights "
+                         f"{run.weights_gb:,.0f} GB; {run.memory_gb:,.0f} GB hold {run.fits:,}")
     # spaces that SVG text keeps (it would fold a run of plain ones into one)
     return [line.replace(" ", "\u00a0") for line in lines]
 

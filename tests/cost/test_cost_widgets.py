@@ -223,9 +223,8 @@ def test_the_table_says_where_a_curve_has_no_data():
                                charts.fmt3(gpu[1] * 1e3),
                                charts.fmt3(gpu[1] / rs[1].at(1)[1]) + "x"]
     caches, weights = 4096 * 129 * 524288 / 1e9, rs[2].weights_gb
-    assert text[4] == (f"7B, H100, context 128: caches {caches:,.0f} GB + weights "
-                       f"{weights:,.0f} GB = {caches + weights:,.0f} GB; 80 GB hold the "
-                       "weights and 975 caches")
+    assert text[4] == (f"7B, H100, context 128: caches {caches:,.0f} + weights "
+                       f"{weights:,.0f} GB; 80 GB hold 975")
     assert 975 * rs[2].gb_per_sequence + weights <= 80 < 976 * rs[2].gb_per_sequence + weights
     assert all("  " not in line for line in charts.batch_caption(rs, 4096))  # SVG-safe
 
