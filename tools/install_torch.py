@@ -63,17 +63,13 @@ def install(requirement: str, index: str) -> int:
         return 0
     if index and index_answers(index):
         print(f"Installing {requirement}, the CPU-only build, from {index} ...")
-        status = _pip("--extra-index-url", index, requirement)
-        if status == 0:
+        if _pip("--extra-index-url", index, requirement) == 0:
             return 0
         print(f"pip could not install {requirement} with {index}; trying the default index alone.")
-        return _pip(requirement)
-    else:
-        if index:
-            print(f"PyTorch's CPU index ({index}) cannot be reached from here, so {requirement} "
-                  "comes from the default package index instead, whichever build it has.")
-        status = _pip(requirement)
-    return status
+    elif index:
+        print(f"PyTorch's CPU index ({index}) cannot be reached from here, so {requirement} "
+              "comes from the default package index instead, whichever build it has.")
+    return _pip(requirement)
 
 
 def report() -> None:
