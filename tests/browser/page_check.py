@@ -32,7 +32,8 @@ command line all go through ``inspect``:
 
     python -m tests.browser.page_check [SITE] [PAGE ...] [--show N]
 
-prints, per page, the count of each check and the page's height in px at 1280 px wide,
+prints, per page, the count of each check, the page's height in px at 1280 px wide and its
+words (prose and visible code),
 and with ``--show N`` the first N offenders of each (SITE defaults to ``_build/html``,
 the pages to those of ``_toc.yml``).
 """
@@ -106,10 +107,12 @@ MAGIC = re.compile(r"^\s*[%!]")
 
 @dataclass
 class PageReport:
-    """One page's offenders per check (text to find each by) and its height in px."""
+    """One page's offenders per check (text to find each by), its height in px and its
+    words (prose, dropdowns included, and visible code)."""
 
     path: str
     height: int
+    words: int = 0
     offenders: dict[str, list[str]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
@@ -234,6 +237,13 @@ def leaks(prose: list[str], code: list[str], literal: list[str] = ()) -> list[st
             + matches(LEAK, list(literal), "literal"))
 
 
+def words(data: dict) -> int:
+    """The words a reader reads: prose (a closed dropdown's too) and visible code lines;
+    rendered maths and outputs are not counted."""
+    prose = sum(len(MARKER.sub(" ", text).split()) for text in data["prose"])
+    return prose + sum(len(cell.split()) for cell in data["code"])
+
+
 def judge(data: dict) -> dict[str, list[str]]:
     """Every check's offenders, from what page_check.js collected on one page."""
     return {"raw_tex": raw_tex(data["prose"], data["rich_output"]),
@@ -265,7 +275,7 @@ def inspect(page, path: str = "") -> PageReport:
     """Settle the open page and run every check on it."""
     settle(page)
     data = page.evaluate(EXTRACT_JS)
-    return PageReport(path, data["height"], judge(data))
+    return PageReport(path, data["height"], words(data), judge(data))
 
 
 def inspect_url(browser, url: str, path: str) -> PageReport:
@@ -290,11 +300,14 @@ def describe(report: PageReport, show: int) -> str:
 
 
 def table(reports: list[PageReport]) -> str:
-    """A Markdown table: per page, each check's count and the height; the totals."""
-    heads = ["page", *CHECKS, "height_px"]
-    rows = [[r.path, *map(str, r.counts().values()), str(r.height)] for r in reports]
+    """A Markdown table: per page, each check's count, the height and the words; the
+    totals."""
+    heads = ["page", *CHECKS, "height_px", "words"]
+    rows = [[r.path, *map(str, r.counts().values()), str(r.height), str(r.words)]
+            for r in reports]
     totals = [sum(r.counts()[c] for r in reports) for c in CHECKS]
-    rows.append(["total", *map(str, totals), str(sum(r.height for r in reports))])
+    rows.append(["total", *map(str, totals), str(sum(r.height for r in reports)),
+                 str(sum(r.words for r in reports))])
     widths = [max(len(row[i]) for row in [heads, *rows]) for i in range(len(heads))]
     lines = [[c.ljust(w) for c, w in zip(row, widths)]
              for row in [heads, ["-" * w for w in widths], *rows]]
