@@ -189,6 +189,7 @@ def execute(path: Path, timeout: int = 600) -> float:
     start = time.perf_counter()
     client.execute()
     seconds = time.perf_counter() - start
+    nb.metadata["shakespeare_lm"]["run_all_seconds"] = round(seconds)  # shown under the title
     without_widget_views(nb)
     as_jupyterlab_keeps_it(nb)
     nbformat.write(nb, path)

@@ -33,9 +33,10 @@ command line all go through ``inspect``:
     python -m tests.browser.page_check [SITE] [PAGE ...] [--show N]
 
 prints, per page, the count of each check, the page's height in px at 1280 px wide and its
-words (prose and visible code),
-and with ``--show N`` the first N offenders of each (SITE defaults to ``_build/html``,
-the pages to those of ``_toc.yml``).
+words (prose and visible code); then the pages over their size budget (a chapter's main
+page at most MAIN_WORDS words and MAIN_HEIGHT px, any page at most PAGE_HEIGHT px); and with
+``--show N`` the first N offenders of each (SITE defaults to ``_build/html``, the pages to
+those of ``_toc.yml``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,9 @@ MAX_LINE = 88
 MIN_SCALE = 0.70
 ICON_MAX = (120, 40)  # an image narrower or lower than this (natural px) is an icon,
 ICON_SHOWN = 48       # and so is one shown narrower than this
+# a page's size at 1280 px: a chapter's main page is read in half an hour; the evidence goes
+# on the pages under it (_toc.yml's sections), each still a page a reader scrolls through
+MAIN_WORDS, MAIN_HEIGHT, PAGE_HEIGHT = 5_000, 15_000, 20_000
 CHECKS = ("raw_tex", "python_repr", "check_code", "long_code_line", "small_image",
           "column_overflow", "leak")
 
@@ -244,6 +248,17 @@ def words(data: dict) -> int:
     return prose + sum(len(cell.split()) for cell in data["code"])
 
 
+def over_budget(report: PageReport, main: bool) -> list[str]:
+    """What of the page's size is over its budget: a main page (one of ``_toc.yml``'s
+    chapters, or its root) at most MAIN_WORDS words and MAIN_HEIGHT px, any page at most
+    PAGE_HEIGHT px."""
+    height = MAIN_HEIGHT if main else PAGE_HEIGHT
+    over = [f"{report.height:,} px tall, over {height:,}"] if report.height > height else []
+    if main and report.words > MAIN_WORDS:
+        over.append(f"{report.words:,} words, over {MAIN_WORDS:,}")
+    return over
+
+
 def judge(data: dict) -> dict[str, list[str]]:
     """Every check's offenders, from what page_check.js collected on one page."""
     return {"raw_tex": raw_tex(data["prose"], data["rich_output"]),
@@ -331,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
         reports = [inspect_url(browser, f"{url}/{path}", path) for path in pages]
         browser.close()
     print(table(reports))
+    mains = set(toc_pages(main_only=True))
+    for report in reports:  # a page not in _toc.yml (a private build's) counts as under one
+        for over in over_budget(report, report.path in mains):
+            print(f"over budget: {report.path}: {over}")
     if missing:
         print(f"not in {args.site}: {', '.join(missing)}")
     details = [describe(report, args.show) for report in reports] if args.show else []

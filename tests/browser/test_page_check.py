@@ -275,6 +275,27 @@ def reports(browser, site_url):  # noqa: F811
 @pytest.mark.parametrize("path", toc_pages())
 def test_page_reads_cleanly(reports, path, check):
     report = reports(path)
-    only = pc.PageReport(path, report.height, {check: report.offenders[check]})
+    only = pc.PageReport(path, report.height, report.words,
+                         {check: report.offenders[check]})
     assert not only.offenders[check], (
         f"{pc.describe(only, 10)}\n(all of them: {FIX.format(path=path)})")
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_page_fits_its_budget(reports, path):
+    main = path in toc_pages(main_only=True)
+    report = reports(path)
+    over = pc.over_budget(report, main)
+    kind = "a main page" if main else "a page under a chapter"
+    assert not over, f"{path}, {kind}: {'; '.join(over)}"
+
+
+def test_budgets_tell_main_pages_from_the_pages_under_them():
+    tall = pc.PageReport("x", pc.MAIN_HEIGHT + 1, pc.MAIN_WORDS + 1)
+    assert pc.over_budget(tall, main=False) == []
+    assert pc.over_budget(tall, main=True) == [
+        f"{pc.MAIN_HEIGHT + 1:,} px tall, over {pc.MAIN_HEIGHT:,}",
+        f"{pc.MAIN_WORDS + 1:,} words, over {pc.MAIN_WORDS:,}"]
+    taller = pc.PageReport("x", pc.PAGE_HEIGHT + 1, 10)
+    assert pc.over_budget(taller, main=False) == [
+        f"{pc.PAGE_HEIGHT + 1:,} px tall, over {pc.PAGE_HEIGHT:,}"]

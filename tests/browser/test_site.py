@@ -40,12 +40,20 @@ def missing(reason: str):
     pytest.skip(reason)
 
 
-def toc_pages() -> list[str]:
+def toc_pages(main_only: bool = False) -> list[str]:
+    """The site's pages in the order of ``_toc.yml``: the root, each chapter and, unless
+    ``main_only``, the pages under it (its ``sections:``, at any depth)."""
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
-    files = [toc["root"]]
-    for entry in toc.get("chapters", []):
-        files.append(entry["file"])
-    return [f + ".html" for f in files]
+
+    def walk(entries) -> list[str]:
+        files = []
+        for entry in entries or []:
+            files.append(entry["file"])
+            if not main_only:
+                files += walk(entry.get("sections"))
+        return files
+
+    return [f + ".html" for f in [toc["root"], *walk(toc.get("chapters"))]]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
