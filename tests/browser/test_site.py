@@ -153,6 +153,9 @@ def test_page_loads_offline_without_errors(browser, site_url, path):
             typeset_math(page)
             assert page.locator("mjx-container").count() >= page.locator(".math").count() // 2
             assert page.locator("mjx-merror").count() == 0, "a formula failed to typeset"
+            # formulas are not Tab stops (mathjax3_config's inTabOrder: false in _config.yml)
+            tab_stops = page.locator("mjx-container[tabindex='0']").count()
+            assert tab_stops == 0, f"{tab_stops} formulas are Tab stops"
         broken = page.evaluate("Array.from(document.images)"
                                ".filter(i => !(i.complete && i.naturalWidth > 0))"
                                ".map(i => i.src)")
