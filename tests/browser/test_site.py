@@ -19,7 +19,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
-from urllib.parse import urlparse
+from urllib.parse import urljoin, urlparse
 
 import pytest
 import yaml
@@ -166,6 +166,10 @@ def test_page_loads_offline_without_errors(browser, site_url, path):
             assert page.locator(".widget-slider, .widget-hslider").count() >= 1
         for fig in page.locator(FIGURE).all():  # every kernel-free figure is drawn
             drawn_chart(page, fig)
+        about = page.locator("meta[name='description']").get_attribute("content") or ""
+        assert len(about.split()) >= 5, f"meta description: {about!r}"
+        icon = page.locator("link[rel='icon']").get_attribute("href")
+        assert icon and page.request.get(urljoin(page.url, icon)).ok, f"favicon {icon}"
         assert visit.external == [], f"requests that would leave the machine: {visit.external}"
         assert visit.failed == [], f"failed requests: {visit.failed}"
         assert visit.errors == [], f"console errors: {visit.errors}"
