@@ -5,7 +5,8 @@ JupyterLab and the site use), so the list of references carries the same label, 
 same function, and is sorted by it: alphabetically as a reader reads the labels, so that an
 organisation written in braces (``{OpenAI}``) sorts under O, not after Z. The entries keep
 pybtex's plain style, which links a ``doi``, an arXiv ``eprint`` and a ``url``. Under each
-entry, "Cited in" links back to the first place each page cites it.
+entry, "Cited in" links back to the first place each page cites it. Each entry is a list
+item of the citation list (``role="listitem"``, not the deprecated ``doc-biblioentry``).
 """
 
 from __future__ import annotations
@@ -68,9 +69,18 @@ def add_cited_in(app, doctree, docname):
         entry += line
 
 
+def list_roles(app, pagename, templatename, context, doctree):
+    """Each entry of a citation list is a list item: docutils marks it ``doc-biblioentry``,
+    a role ARIA 1.3 deprecates, and a ``role="list"`` may hold only list items."""
+    body = context.get("body")
+    if body and 'role="doc-biblioentry"' in body:
+        context["body"] = body.replace('role="doc-biblioentry"', 'role="listitem"')
+
+
 def setup(app):
     register_plugin("pybtex.style.labels", "author_year_labels", AuthorYearLabels)
     register_plugin("pybtex.style.sorting", "author_year_labels", AuthorYearSorting)
     register_plugin("pybtex.style.formatting", "author_year_plain", AuthorYearStyle)
     app.connect("doctree-resolved", add_cited_in)
+    app.connect("html-page-context", list_roles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
