@@ -476,7 +476,7 @@
           }
           if (greedyKeys[key] && !e.carried && (greedyKeys[nd.parent] || nd.parent === "")) {
             svg("line", { x1: fx, y1: from.y, x2: x1, y2: y, stroke: C.orange, "stroke-width": 5, "stroke-opacity": 0.9,
-                          "stroke-linecap": "round" }, bands);
+                          "stroke-dasharray": "8 5" }, bands);  // dashed: not the best beam's solid
             svg("rect", { x: x - G.nodeW / 2 - 4, y: y - G.nodeH / 2 - 4, width: G.nodeW + 8, height: G.nodeH + 8, rx: 6,
                           fill: C.orange, "fill-opacity": 0.9 }, bands);
           }
@@ -520,7 +520,7 @@
       }, "pruned: dropped from the beam, or missed the cut");
       item(function (g) { svg("rect", { x: 3, y: 2, width: 24, height: 14, rx: 2, fill: C.kept, stroke: C.vermillion, "stroke-width": 2.4 }, g); },
            "the best beam's line");
-      item(function (g) { svg("rect", { x: 1, y: 1, width: 28, height: 16, rx: 4, fill: C.orange, "fill-opacity": 0.9 }, g); },
+      item(function (g) { svg("line", { x1: 2, y1: 9, x2: 28, y2: 9, stroke: C.orange, "stroke-width": 5, "stroke-dasharray": "8 5" }, g); },
            "greedy's line");
       item(function (g) { svg("rect", { x: 1, y: 1, width: 28, height: 16, rx: 5, fill: C.green, "fill-opacity": 0.45 }, g); },
            "the exact best (up to " + EXACT_MAX + " characters, no stop)");

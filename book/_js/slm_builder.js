@@ -27,6 +27,8 @@
   // shakespeare_lm.site.style: PALETTE (Okabe and Ito) and the inks
   var C = { p: "#0072B2", tempered: "#E69F00", yours: "#D55E00", greedy: "#009E73", sample: "#CC79A7",
             ink: "#222222", faint: "#595959", grid: "#e6e6e6", pale: "#fbe6da" };
+  // the running-score chart's lines differ in dash as well as colour: yours solid and wide
+  var DASH = { greedy: { svg: "8 5", css: "dashed" }, sample: { svg: "1 5", css: "dotted" } };
   var FONT = "Helvetica Neue, Helvetica, Arial, sans-serif", MONO = "SFMono-Regular, Menlo, Consolas, monospace";
   var TOP = 20, MAX_CHARS = 400, W = 680;
   var NS = "http://www.w3.org/2000/svg";
@@ -286,7 +288,7 @@
     function drawBars(s) {
       var p = st.logp.map(Math.exp), top = D.order(st.logits, true).slice(0, TOP);
       var tempered = s.T > 0 && s.T !== 1 ? D.softmax(D.shape(st.logits, st.history, s.cfg)) : null;
-      var H = 250, left = 56, right = 8, y0 = 206, y1 = 40, slot = (W - left - right) / TOP;
+      var H = 268, left = 58, right = 8, y0 = 222, y1 = 56, slot = (W - left - right) / TOP;
       var hi = Math.max.apply(null, top.map(function (i) { return Math.max(p[i], tempered ? tempered[i] : 0); }));
       var axis = ticks(0, hi, 4), ymax = axis.values[axis.values.length - 1];
       if (ymax < hi) { ymax += axis.step; axis.values.push(ymax); }
@@ -294,15 +296,15 @@
       var g = canvas(ui.chartBox, H);
       g.setAttribute("aria-label", "the 20 most probable next characters and their probabilities");
       var tail = inline(st.prompt + window.slm.decode(m, st.ids)).slice(-24);
-      svg("text", { x: 0, y: 16, "font-size": 14, "font-weight": "bold", fill: C.ink },
+      svg("text", { x: 0, y: 17, "font-size": 15, "font-weight": "bold", fill: C.ink },
           g, "Next character after \u201c\u2026" + tail + "\u201d: click a bar to choose it");
-      svg("text", { x: 0, y: 32, "font-size": 12, fill: C.faint }, g,
+      svg("text", { x: 0, y: 36, "font-size": 13, fill: C.faint }, g,
           "the model's " + TOP + " most probable of " + m.chars.length + " characters (\u2423 a space, \u21b5 a newline)");
       axis.values.forEach(function (v) {
         svg("line", { x1: left, x2: W - right, y1: y(v), y2: y(v), stroke: C.grid }, g);
-        svg("text", { x: left - 6, y: y(v) + 4, "font-size": 12, "text-anchor": "end", fill: C.ink }, g, tickText(v, axis.step));
+        svg("text", { x: left - 6, y: y(v) + 4, "font-size": 13, "text-anchor": "end", fill: C.ink }, g, tickText(v, axis.step));
       });
-      svg("text", { transform: "translate(13," + (y0 + y1) / 2 + ") rotate(-90)", "font-size": 13, "text-anchor": "middle",
+      svg("text", { transform: "translate(14," + (y0 + y1) / 2 + ") rotate(-90)", "font-size": 14, "text-anchor": "middle",
                     fill: C.ink }, g, "probability");
       top.forEach(function (id, r) {
         var x = left + r * slot, ch = m.chars[id];
@@ -312,9 +314,9 @@
                         fill: "none", stroke: C.tempered, "stroke-width": 2 }, g);
         }
         var v = p[id], top_ = Math.min(y(v), tempered ? y(tempered[id]) : y0);
-        svg("text", { x: x + slot / 2, y: top_ - 4, "font-size": 11, "text-anchor": "middle", fill: C.faint }, g,
+        svg("text", { x: x + slot / 2, y: top_ - 4, "font-size": 13, "text-anchor": "middle", fill: C.faint }, g,
             v >= 0.995 ? "1" : v >= 0.01 ? v.toFixed(2).slice(1) : "<.01");
-        svg("text", { x: x + slot / 2, y: y0 + 20, "font-size": 15, "text-anchor": "middle", fill: C.ink,
+        svg("text", { x: x + slot / 2, y: y0 + 21, "font-size": 16, "text-anchor": "middle", fill: C.ink,
                       "font-family": MONO }, g, show(ch));
         var hit = svg("rect", { x: x, y: y1 - 8, width: slot, height: y0 - y1 + 34, fill: "transparent",
                                 class: "slm-builder-bar", "data-rank": r, "data-id": id, "data-char": ch,
@@ -325,16 +327,16 @@
         hit.addEventListener("keydown", function (e) { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(id); } });
       });
       svg("line", { x1: left, x2: W - right, y1: y0, y2: y0, stroke: C.ink }, g);
-      svg("text", { x: left, y: H - 6, "font-size": 12, fill: C.faint }, g,
+      svg("text", { x: left, y: H - 6, "font-size": 13, fill: C.faint }, g,
           "bar labels: p(v | context); the greedy choice is the first bar");
       legendP.textContent = "";
       swatch(legendP, C.p, "solid", "p(v | context): the model's probability (T = 1); choosing v adds log p(v | context) to your score");
       if (tempered) swatch(legendP, C.tempered, "outline", "what Sample draws from at T = " + s.T.toFixed(2));
     }
-    function swatch(parent, colour, kind, text, wide) {
+    function swatch(parent, colour, kind, text, wide, dash) {
       var item = el("span", { style: "display:inline-flex;align-items:center;gap:.4em" }, parent);
       var style = kind === "outline" ? "border:2px solid " + colour + ";width:10px;height:10px"
-                : kind === "line" ? "border-top:" + (wide ? 5 : 2) + "px solid " + colour + ";width:18px;height:0"
+                : kind === "line" ? "border-top:" + (wide ? 5 : 3) + "px " + (dash || "solid") + " " + colour + ";width:22px;height:0"
                 : "background:" + colour + ";width:14px;height:14px";
       el("span", { style: "display:inline-block;flex:none;" + style }, item);
       el("span", {}, item, text);
@@ -358,7 +360,8 @@
       });
       lines.forEach(function (l) {
         var tr = el("tr", { class: "slm-builder-row", "data-line": l.name }, table);
-        swatch(el("td", { style: "padding:.2em .5em;white-space:nowrap;vertical-align:top" }, tr), l.colour, "line", l.label, l.name === "yours");
+        swatch(el("td", { style: "padding:.2em .5em;white-space:nowrap;vertical-align:top" }, tr), l.colour, "line", l.label, l.name === "yours",
+               DASH[l.name] && DASH[l.name].css);
         el("td", { style: "padding:.2em .5em;font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere;" +
                           "vertical-align:top" }, tr, inline(l.text));
         el("td", { class: "slm-builder-total", style: "padding:.2em .5em;text-align:right;font-family:monospace;" +
@@ -369,7 +372,7 @@
     }
     /* The running log-probability: l after t characters, for the three texts. */
     function drawRunning(lines, n) {
-      var H = 200, left = 56, right = 12, y0 = 160, y1 = 12;
+      var H = 206, left = 58, right = 12, y0 = 164, y1 = 12;
       var runs = lines.map(function (l) {
         var acc = 0;
         return [0].concat(l.logprobs.map(function (v) { acc += v; return acc; }));
@@ -383,23 +386,25 @@
       g.setAttribute("aria-label", "the running log-probability of your text, greedy's and the sample's");
       axis.values.forEach(function (v) {
         svg("line", { x1: left, x2: W - right, y1: y(v), y2: y(v), stroke: C.grid }, g);
-        svg("text", { x: left - 6, y: y(v) + 4, "font-size": 12, "text-anchor": "end", fill: C.ink }, g, tickText(v, axis.step));
+        svg("text", { x: left - 6, y: y(v) + 4, "font-size": 13, "text-anchor": "end", fill: C.ink }, g, tickText(v, axis.step));
       });
       var xt = ticks(0, n, Math.min(n, 8));
       xt.values.filter(function (t) { return Number.isInteger(t) || xt.step >= 1; }).forEach(function (t) {
         svg("line", { x1: x(t), x2: x(t), y1: y0, y2: y0 + 4, stroke: C.ink }, g);
-        svg("text", { x: x(t), y: y0 + 17, "font-size": 12, "text-anchor": "middle", fill: C.ink }, g, String(Math.round(t)));
+        svg("text", { x: x(t), y: y0 + 18, "font-size": 13, "text-anchor": "middle", fill: C.ink }, g, String(Math.round(t)));
       });
       svg("line", { x1: left, x2: W - right, y1: y0, y2: y0, stroke: C.ink }, g);
-      svg("text", { x: (left + W - right) / 2, y: H - 4, "font-size": 13, "text-anchor": "middle", fill: C.ink }, g,
+      svg("text", { x: (left + W - right) / 2, y: H - 4, "font-size": 14, "text-anchor": "middle", fill: C.ink }, g,
           "characters added, t");
-      svg("text", { transform: "translate(13," + (y0 + y1) / 2 + ") rotate(-90)", "font-size": 13, "text-anchor": "middle",
+      svg("text", { transform: "translate(14," + (y0 + y1) / 2 + ") rotate(-90)", "font-size": 14, "text-anchor": "middle",
                     fill: C.ink }, g, "\u2113 so far (nats)");
       // yours first and wide, so that a line that follows it shows inside it
       [0, 1, 2].forEach(function (j) {
         var pts = runs[j].map(function (v, t) { return x(t).toFixed(1) + "," + y(v).toFixed(1); }).join(" ");
-        svg("polyline", { points: pts, fill: "none", stroke: lines[j].colour, "stroke-width": j === 0 ? 5 : 2,
-                          "stroke-linejoin": "round", class: "slm-builder-line", "data-line": lines[j].name }, g);
+        var line = svg("polyline", { points: pts, fill: "none", stroke: lines[j].colour, "stroke-width": j === 0 ? 5 : 2.5,
+                                     "stroke-linejoin": "round", "stroke-linecap": "round", class: "slm-builder-line",
+                                     "data-line": lines[j].name }, g);
+        if (DASH[lines[j].name]) line.setAttribute("stroke-dasharray", DASH[lines[j].name].svg);
         if (n <= 60) runs[j].forEach(function (v, t) {
           if (t) svg("circle", { cx: x(t), cy: y(v), r: j === 0 ? 4 : 2.2, fill: lines[j].colour }, g);
         });

@@ -69,8 +69,7 @@ def truncation_figure(f: TruncationFacts) -> Canvas:
         c.line([x0 - 4, x0 + SHOWN_RANKS * (bar + gap)], [base, base], lw=1.0)
         for tick in (0.0, 0.05, 0.10, 0.15):
             y = base - tick * scale
-            c.text(x0 - 8, y, f"{tick:.2f}", ha="right", size="small",
-                   color=COLOUR["muted"])
+            c.text(x0 - 8, y, f"{tick:.2f}", ha="right", color=COLOUR["muted"])
             if tick:
                 c.line([x0 - 4, x0 + SHOWN_RANKS * (bar + gap)], [y, y],
                        colour="#e6e6e6", lw=0.8, zorder=0)
@@ -83,24 +82,23 @@ def truncation_figure(f: TruncationFacts) -> Canvas:
             else:
                 c.rect(x, base - 3, bar, 3, fc="white", ec=COLOUR["grey"], lw=0.8,
                        ls=(0, (2, 2)))
-            c.text(x + bar / 2, base + 12, visible(f.chars[i]), size="small",
+            c.text(x + bar / 2, base + 12, visible(f.chars[i]),
                    family=TEXT["mono"], color=COLOUR["text"] if in_s else COLOUR["muted"])
         rest = len(f.probs) - SHOWN_RANKS
         tail = sum(values[SHOWN_RANKS:])
         c.text(x0 + SHOWN_RANKS * (bar + gap) + 6, base - 10,
-               f"+{rest} more,", ha="left", size="small", color=COLOUR["muted"])
-        c.text(x0 + SHOWN_RANKS * (bar + gap) + 6, base + 6, f"{tail:.3f} in all", ha="left",
-               size="small", color=COLOUR["muted"])
+               f"+{rest} more,", ha="left", color=COLOUR["muted"])
+        c.text(x0 + SHOWN_RANKS * (bar + gap) + 6, base + 6, f"{tail:.3f} in all",
+               ha="left", color=COLOUR["muted"])
     truncation_cuts(c, f, x0, bar + gap, 176)
     c.arrow((x0 + 4.5 * (bar + gap), 212), (x0 + 4.5 * (bar + gap), 238),
             colour=COLOUR["blue"], lw=1.6)
     c.text(x0 + 4.5 * (bar + gap) + 12, 224, "keep the set $S$, set the rest to zero, "
            "and divide what is kept by its total", ha="left", color=COLOUR["blue"])
     c.text(x0 - 50, 440, f"Next character after \u201c\u2026{visible(f.context[-22:])}"
-           f"\u201d (chapter 3\u2019s start of a word), our model. Bars: probability "
-           "by rank;", ha="left", size="small")
-    c.text(x0 - 50, 458, "the blue ones are the kept set $S$ of top-p, the grey ones "
-           "are set to zero.", ha="left", size="small")
+           f"\u201d (chapter 3\u2019s start of a word), our model.", ha="left")
+    c.text(x0 - 50, 458, "Bars: probability by rank; the blue ones are the kept set $S$ "
+           "of top-p, the grey ones are set to zero.", ha="left")
     return c
 
 
@@ -118,7 +116,7 @@ def truncation_cuts(c: Canvas, f: TruncationFacts, x0: float, step: float,
         c.line([x, x], [top, base + 4], colour=colours[name], lw=1.6, ls=(0, (4, 3)),
                zorder=3)
         c.text(x + 4, top + 2, f"{labels[name]} keeps {n}", ha="left", va="bottom",
-               size="small", color=colours[name], weight="bold")
+               color=colours[name], weight="bold")
 
 
 # --- 2. the rule pipeline ---------------------------------------------------------------
@@ -152,20 +150,20 @@ def pipeline_facts(model, tok, context: str = START_OF_WORD) -> PipelineFacts:
 
 def rule_pipeline_figure(f: PipelineFacts) -> Canvas:
     """Eleven stages in two rows, left to right, the first row wrapping into the second."""
-    c = Canvas(346)
+    c = Canvas(362)
     s = PIPELINE_SETTINGS
     stages = [
-        ("logits", "z\u209c", f"{f.vocab_size} scores", ENDS),
+        ("logits", "a score for", f"each of {f.vocab_size}", ENDS),
         ("penalties", f"\u03c1 = {s['repetition_penalty']}", None, RESHAPE),
         ("temperature", f"T = {s['temperature']}", "divide by T", RESHAPE),
         ("top-k", f"k = {s['top_k']}", None, FILTER),
-        ("top-p", f"p\u209c\u2092\u209a = {s['top_p']}", None, FILTER),
-        ("min-p", f"p\u2098\u1d62\u2099 = {s['min_p']}", None, FILTER),
+        ("top-p", f"mass {s['top_p']}", None, FILTER),
+        ("min-p", f"ratio {s['min_p']}", None, FILTER),
         ("typical", f"\u03c4 = {s['typical_p']}", None, FILTER),
         ("epsilon", f"\u03b5 = {s['epsilon']}", None, FILTER),
         ("eta", f"\u03b7 = {s['eta']}", None, FILTER),
-        ("renormalise", "softmax", "$\\tilde p$", ENDS),
-        ("sample", "draw y\u209c", "from $\\tilde p$", ENDS),
+        ("renormalise", "softmax", "gives $\\tilde p$", ENDS),
+        ("sample", "draw the next", "character", ENDS),
     ]
     keys = [None, "repetition_penalty", "temperature", "top_k", "top_p", "min_p",
             "typical_p", "epsilon", "eta", None, None]
@@ -178,11 +176,10 @@ def rule_pipeline_figure(f: PipelineFacts) -> Canvas:
     for (title, setting, note, (fc, ec)), key, (x, y) in zip(stages, keys, pos):
         c.box(x, y, w, h, fc=fc, ec=ec, lw=1.5)
         c.text(x, y - 22, title, weight="bold")
-        c.text(x, y, setting, size="small")
+        c.text(x, y, setting)  # every text at the full size: at least 11 px as shown
         if key is not None:
             note = f"{f.left[key]} left"
-        c.text(x, y + 22, note, size="small", color=COLOUR["muted"] if key is None
-               else COLOUR["text"])
+        c.text(x, y + 22, note, color=COLOUR["muted"] if key is None else COLOUR["text"])
     for a, b in zip(pos, pos[1:]):
         if a[1] == b[1]:
             c.arrow((a[0] + w / 2, a[1]), (b[0] - w / 2, b[1]))
@@ -197,9 +194,10 @@ def rule_pipeline_figure(f: PipelineFacts) -> Canvas:
 def pipeline_legend(c: Canvas, f: PipelineFacts, y: float) -> None:
     c.legend(18, y, [("reshape: every character stays", *RESHAPE, "-", None),
                      ("truncate: the rest get \u2212\u221e", *FILTER, "-", None)])
-    c.text(18, y + 30, f"\u201cleft\u201d: characters still possible after the stage, "
-           f"with all the settings shown, at the context \u201c\u2026"
-           f"{visible(f.context[-20:])}\u201d.", ha="left", size="small")
+    c.text(18, y + 30, "\u201cleft\u201d: characters still possible after the stage, "
+           "with all the settings shown,", ha="left")
+    c.text(18, y + 48, f"at the context \u201c\u2026{visible(f.context[-20:])}\u201d.",
+           ha="left")
 
 
 # --- both ---------------------------------------------------------------------------------

@@ -28,6 +28,9 @@ from .svg import redraw_command, COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, save_svg
 NAME = "quality_likelihood.svg"
 RULE = (tint(COLOUR["sky"], 0.18), COLOUR["blue"])   # the rule's boxes: fill, edge
 MEASURE = (tint(COLOUR["orange"], 0.25), COLOUR["vermillion"])
+# the text size of the notes and ticks: the page shows the 740 px canvas about 672 px wide
+# at a 1280 px window, so 12.5 px text reads at about 11.4 px (11.5 px would read 10.4)
+SMALL = "size"
 
 
 @dataclass(frozen=True)
@@ -90,30 +93,30 @@ class Plane:
 
 def pipeline(c: Canvas, f: QLFacts) -> None:
     """Left: prompt, rule and continuation; then the two measures of the continuation."""
-    x, w = 122, 214
+    x, w = 130, 244
     c.box(x, 52, w, 62, fc=COLOUR["pale"])
     c.text(x, 36, "prompt", weight="bold")
-    c.text(x, 56, "128 characters of a play", size="small")
-    c.text(x, 74, "\u2026" + visible(f.prompt_tail), size="small", family=TEXT["mono"])
+    c.text(x, 56, "128 characters of a play", size=SMALL)
+    c.text(x, 74, "\u2026" + visible(f.prompt_tail), size=SMALL, family=TEXT["mono"])
     c.arrow((x, 83), (x, 109))
     c.box(x, 146, w, 74, fc=RULE[0], ec=RULE[1], lw=1.6)
     c.text(x, 124, "a decoding rule and its knob", weight="bold")
-    c.text(x, 144, "greedy, beam search, or sampling", size="small")
-    c.text(x, 162, "with temperature, top-k, top-p, \u2026", size="small")
+    c.text(x, 144, "greedy, beam search or sampling", size=SMALL)
+    c.text(x, 162, "with temperature, top-k, top-p, \u2026", size=SMALL)
     c.arrow((x, 183), (x, 209))
     c.box(x, 234, w, 50, fc=COLOUR["pale"])
     c.text(x, 226, "continuation", weight="bold")
-    c.text(x, 244, "300 new characters", size="small")
+    c.text(x, 244, "300 new characters", size=SMALL)
     for cx, title, lines in [
-            (62, "likelihood", ["NLL: how", "probable the", "model finds it"]),
-            (182, "quality", ["share of its", "words found in", "the training plays"])]:
-        c.arrow((x + (cx - x) * 0.45, 259), (cx, 293))
-        c.box(cx, 336, 112, 86, fc=MEASURE[0], ec=MEASURE[1], lw=1.6)
-        c.text(cx, 308, title, weight="bold")
+            (70, "likelihood", ["NLL: how", "probable the", "model finds it"]),
+            (198, "quality", ["share of its", "words found in", "the training", "plays"])]:
+        c.arrow((x + (cx - x) * 0.45, 259), (cx, 289))
+        c.box(cx, 338, 124, 94, fc=MEASURE[0], ec=MEASURE[1], lw=1.6)
+        c.text(cx, 303, title, weight="bold")
         for i, line in enumerate(lines):
-            c.text(cx, 328 + 17 * i, line, size="small")
-    c.text(62, 392, "x axis \u2192", size="small", color=COLOUR["muted"])
-    c.text(182, 392, "y axis \u2192", size="small", color=COLOUR["muted"])
+            c.text(cx, 322 + 17 * i, line, size=SMALL)
+    c.text(70, 402, "x axis \u2192", size=SMALL, color=COLOUR["muted"])
+    c.text(198, 402, "y axis \u2192", size=SMALL, color=COLOUR["muted"])
 
 
 def plane_axes(c: Canvas, at: Plane) -> None:
@@ -122,11 +125,11 @@ def plane_axes(c: Canvas, at: Plane) -> None:
     for nll in (0.5, 1.0, 1.5):
         x, y = at(nll, at.real[0])
         c.line([x, x], [y, y + 5], colour=COLOUR["grey"])
-        c.text(x, y + 16, f"{nll:.1f}", size="small", color=COLOUR["muted"])
+        c.text(x, y + 16, f"{nll:.1f}", size=SMALL, color=COLOUR["muted"])
     for real in (0.85, 0.90, 0.95, 1.00):
         x, y = at(at.nll[0], real)
         c.line([x - 5, x], [y, y], colour=COLOUR["grey"])
-        c.text(x - 8, y, f"{real:.2f}", size="small", ha="right", color=COLOUR["muted"])
+        c.text(x - 8, y, f"{real:.2f}", size=SMALL, ha="right", color=COLOUR["muted"])
     c.text((at.x0 + at.x1) / 2, at.y1 + 36,
            "NLL, nats per character  (more probable \u2190  \u2192 less probable)")
     c.text(at.x0 - 44, (at.y0 + at.y1) / 2, "share of real words", rotation=90)
@@ -134,45 +137,57 @@ def plane_axes(c: Canvas, at: Plane) -> None:
 
 def plane_points(c: Canvas, at: Plane, f: QLFacts) -> None:
     """The temperature curve, greedy and beam search, the held-out text, and what each
-    region writes."""
+    region writes. No two labels share a spot: the loop's quote sits under greedy and beam
+    search, the knob's note left of the curve's middle, the invented words left of its
+    hottest end."""
     xs, ys = zip(*(at(nll, real) for _, nll, real in f.temperature))
     c.ax.plot(xs, ys, color=COLOUR["blue"], lw=2.2, marker="o", ms=5, zorder=3)
     (_, n0, r0), (_, n1, r1) = f.temperature[0], f.temperature[-1]
     c.text(*at(n0 + 0.03, r0 + 0.006), f"T = {f.temperature[0][0]:g}", ha="left",
-           size="small", color=COLOUR["blue"])
-    c.text(*at(n1, r1 - 0.008), f"T = {f.temperature[-1][0]:g}", size="small",
+           size=SMALL, color=COLOUR["blue"])
+    c.text(*at(n1, r1 - 0.009), f"T = {f.temperature[-1][0]:g}", size=SMALL,
            color=COLOUR["blue"])
-    mid = len(f.temperature) // 2
-    _, nm, rm = f.temperature[mid]
-    c.text(*at(nm - 0.05, rm - 0.012), "the knob moves a rule", ha="right", size="small",
-           color=COLOUR["blue"], weight="bold")
-    c.text(*at(nm - 0.05, rm - 0.021), "along one curve", ha="right", size="small",
-           color=COLOUR["blue"], weight="bold")
     for (nll, real), marker, label in [(f.beam, "h", "beam search"),
                                        (f.greedy, "X", "greedy")]:
         c.ax.plot(*at(nll, real), marker=marker, ms=16, color=COLOUR["grey"],
                   mec="white", zorder=4)
-        c.text(*at(nll, real - 0.011), label, size="small")
-    # greedy's loop, below the curve's probable end, with a leader to greedy's marker
-    lx, ly = at(at.nll[0] + 0.04, 0.915)
-    gx, gy = at(*f.greedy)
-    c.line([lx + 60, gx], [ly - 10, gy + 28], colour=COLOUR["grey"], lw=1.0)
-    c.text(lx, ly, "most probable: loops", ha="left", size="small", weight="bold")
-    c.text(lx, ly + 17, f"\u201c{shorten(f.loop_line, 34)}\u201d", ha="left",
-           size="small", family=TEXT["mono"])
+        c.text(*at(nll, real - 0.011), label, size=SMALL)
+    # greedy's loop, under the markers of greedy and beam search, the curve's probable end
+    lx, ly = at.x0 + 12, at(at.nll[0], max(f.greedy[1], f.beam[1]) - 0.024)[1]
+    c.text(lx, ly, "most probable: loops", ha="left", size=SMALL, weight="bold")
+    for i, part in enumerate(two_lines(f.loop_line, 27)):
+        c.text(lx, ly + 18 * (i + 1), part, ha="left", size=SMALL, family=TEXT["mono"])
+    # the knob's note, left of the curve below its middle
+    mid = len(f.temperature) // 2
+    _, nm, rm = f.temperature[mid + 1]
+    kx, ky = at(nm, rm)
+    c.text(kx - 16, ky + 14, "the knob moves a rule", ha="right", size=SMALL,
+           color=COLOUR["blue"], weight="bold")
+    c.text(kx - 16, ky + 32, "along one curve", ha="right", size=SMALL,
+           color=COLOUR["blue"], weight="bold")
     # Shakespeare's text, above the curve, labelled above its star
     c.ax.plot(*at(*f.heldout), marker="*", ms=17, color=COLOUR["black"], zorder=4)
     n, r = f.heldout
-    c.text(*at(n, r + 0.027), "Shakespeare's text:", size="small", weight="bold")
-    c.text(*at(n, r + 0.019), "good, yet improbable", size="small")
-    c.text(*at(n, r + 0.011), "to the model", size="small")
-    # the hottest setting's invented words, above its end of the curve
+    sx, sy = at(n, r)
+    c.text(sx, sy - 57, "Shakespeare's text:", size=SMALL, weight="bold")
+    c.text(sx, sy - 39, "good, yet improbable", size=SMALL)
+    c.text(sx, sy - 21, "to the model", size=SMALL)
+    # the hottest setting's invented words, left of its end of the curve
     hx, hy = at(n1, r1)
-    c.text(hx - 60, hy - 52, "least probable:", ha="right", size="small",
-           weight="bold")
-    c.text(hx - 60, hy - 35, "invented words", ha="right", size="small", weight="bold")
-    c.text(hx - 60, hy - 18, ", ".join(f.invented), ha="right", size="small",
+    c.text(hx - 28, hy - 36, "least probable:", ha="right", size=SMALL, weight="bold")
+    c.text(hx - 28, hy - 18, "invented words", ha="right", size=SMALL, weight="bold")
+    c.text(hx - 28, hy, ", ".join(f.invented), ha="right", size=SMALL,
            family=TEXT["mono"])
+
+
+def two_lines(text: str, n: int) -> list[str]:
+    """``text`` in quotes on at most two lines of about ``n`` characters, broken at a space
+    (shortened with an ellipsis if it is longer)."""
+    if len(text) <= n:
+        return [f"\u201c{text}\u201d"]
+    cut = text.rfind(" ", 0, n + 1)
+    cut = n if cut <= 0 else cut
+    return [f"\u201c{text[:cut]}", shorten(text[cut:].strip(), n) + "\u201d"]
 
 
 def shorten(text: str, n: int) -> str:
@@ -183,7 +198,7 @@ def quality_likelihood_figure(f: QLFacts) -> Canvas:
     """Left: what is measured; right: where the rules land, on the chapter's numbers."""
     c = Canvas(436)
     pipeline(c, f)
-    at = Plane(316, 728, 24, 388)
+    at = Plane(316, 728, 24, 388, nll=(0.2, 1.6))
     plane_axes(c, at)
     plane_points(c, at, f)
     return c

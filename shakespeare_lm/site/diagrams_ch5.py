@@ -65,6 +65,8 @@ def next_probs(model, tok, context: str) -> torch.Tensor:
 
 # --- 1. the constraint mask ------------------------------------------------------------
 SHOWN_RANKS = 18                       # bars drawn; the rest is summed in words
+# every text is at least TEXT["size"] (12.5 px): the page shows a diagram 672 px wide, at
+# 0.91 of its natural 740 px, so the smallest text reads 11.4 px there
 ALLOWED = tint(COLOUR["blue"], 0.85)   # a character in the allowed set S
 FORBIDDEN = tint(COLOUR["grey"], 0.35)
 
@@ -92,7 +94,7 @@ def constraint_mask_figure(f: MaskFacts) -> Canvas:
     """Top: p, most probable first, the allowed characters blue. Bottom: the masked and
     renormalised distribution on the same scale."""
     c = Canvas(506)
-    x0, bar, gap = 64, 22, 8
+    x0, bar, gap = 64, 22, 9
     scale = 150 / 0.9                         # pixels per unit of probability
     mass = sum(p for ch, p in zip(f.chars, f.probs) if ch in f.allowed)
     masked = [p / mass if ch in f.allowed else 0.0 for ch, p in zip(f.chars, f.probs)]
@@ -104,8 +106,7 @@ def constraint_mask_figure(f: MaskFacts) -> Canvas:
         c.line([x0 - 4, end], [base, base], lw=1.0)
         for tick in (0.0, 0.25, 0.5, 0.75):
             y = base - tick * scale
-            c.text(x0 - 8, y, f"{tick:.2f}", ha="right", size="small",
-                   color=COLOUR["muted"])
+            c.text(x0 - 8, y, f"{tick:.2f}", ha="right", color=COLOUR["muted"])
             if tick:
                 c.line([x0 - 4, end], [y, y], colour="#e6e6e6", lw=0.8, zorder=0)
         for i, p in enumerate(values[:SHOWN_RANKS]):
@@ -118,16 +119,13 @@ def constraint_mask_figure(f: MaskFacts) -> Canvas:
                 c.rect(x, base - 3, bar, 3, fc="white", ec=COLOUR["grey"], lw=0.8,
                        ls=(0, (2, 2)))
             if in_s:
-                c.text(x + bar / 2, base - p * scale - 9, f"{p:.2f}", size="small",
-                       color=COLOUR["blue"])
-            c.text(x + bar / 2, base + 13, visible(f.chars[i]), size="small",
-                   family=TEXT["mono"], weight="bold" if in_s else "normal",
+                c.text(x + bar / 2, base - p * scale - 9, f"{p:.2f}", color=COLOUR["blue"])
+            c.text(x + bar / 2, base + 13, visible(f.chars[i]), family=TEXT["mono"], weight="bold" if in_s else "normal",
                    color=COLOUR["text"] if in_s else COLOUR["muted"])
         rest = len(f.probs) - SHOWN_RANKS
-        c.text(end + 8, base - 10, f"+{rest} more,", ha="left", size="small",
-               color=COLOUR["muted"])
+        c.text(end + 8, base - 10, f"+{rest} more,", ha="left", color=COLOUR["muted"])
         c.text(end + 8, base + 6, f"{sum(values[SHOWN_RANKS:]):.3f} in all", ha="left",
-               size="small", color=COLOUR["muted"])
+               color=COLOUR["muted"])
     allowed = ", ".join(f.allowed)
     c.arrow((x0 + 2, 214), (x0 + 2, 246), colour=COLOUR["blue"], lw=1.6)
     c.text(x0 + 14, 222, f"the constraint allows $S$ = {{{allowed}}}, the initials of the "
@@ -135,9 +133,9 @@ def constraint_mask_figure(f: MaskFacts) -> Canvas:
     c.text(x0 + 14, 240, f"and the softmax divides each allowed $p(v)$ by their total, "
            f"{mass:.3f}", ha="left", color=COLOUR["blue"])
     c.text(x0 - 50, 476, f"Next character after \u201c\u2026{visible(f.prompt[-24:])}\u201d "
-           "(the chapter\u2019s running example), our model.", ha="left", size="small")
+           "(the chapter\u2019s running example), our model.", ha="left")
     c.text(x0 - 50, 494, "Blue: allowed by the constraint (values shown); grey: forbidden, "
-           "set to zero.", ha="left", size="small")
+           "set to zero.", ha="left")
     return c
 
 
@@ -203,21 +201,19 @@ def schema_automaton_figure(f: SchemaFacts) -> Canvas:
     """The schema, its regex, and the automaton: a forced chain, one branch, two tails."""
     if json.loads("".join(SCHEMA_LINES)) != SCHEMA:
         raise RuntimeError("SCHEMA_LINES no longer spell SCHEMA: update them together")
-    c = Canvas(372)
+    c = Canvas(390)
     nbsp = "\u00a0"
     c.text(14, 20, "1. the JSON Schema", ha="left", weight="bold")
     for i, line in enumerate(SCHEMA_LINES):
-        c.text(14, 44 + 17 * i, line.replace(" ", nbsp), ha="left", size="small",
-               family=TEXT["mono"])
-    c.arrow((300, 70), (356, 70))
-    c.text(328, 56, "schema_to_regex", size="small")
+        c.text(14, 44 + 17 * i, line.replace(" ", nbsp), ha="left", family=TEXT["mono"])
+    c.arrow((282, 70), (370, 70))
+    c.text(318, 52, "schema_to_regex")
     c.text(380, 20, "2. a regular expression", ha="left", weight="bold")
     c.box(550, 70, 340, 34, fc=COLOUR["pale"], ec=COLOUR["grey"])
     c.text(550, 70, f.regex, family=TEXT["mono"])
-    c.text(380, 104, f"JSON\u2019s {' '.join(TABLE)} written as {' '.join(TABLE.values())}, "
-           "characters our model has", ha="left", size="small")
-    c.text(380, 124, f"RegexConstraint: {f.num_states} states, one mask each", ha="left",
-           size="small")
+    c.text(380, 104, f"JSON\u2019s {' '.join(TABLE)} become {' '.join(TABLE.values())} "
+           "(our model has them)", ha="left")
+    c.text(380, 124, f"RegexConstraint: {f.num_states} states, one mask each", ha="left")
     c.text(14, 168, "3. the automaton over characters (a circle is a state; the double "
            "circles accept)", ha="left", weight="bold")
     step, y0, y_up, y_down = 28, 250, 214, 292
@@ -226,7 +222,7 @@ def schema_automaton_figure(f: SchemaFacts) -> Canvas:
                                              lw=1.2))
     x = state_chain(c, 22, y0, f.prefix, step, colour=forced, final=False)
     c.text(22 + step * len(f.prefix) / 2, y0 + 26, "one allowed character each: the mask "
-           "forces it", size="small", color=COLOUR["muted"])
+           "forces it", color=COLOUR["muted"])
     (a, tail_a), (b, tail_b) = f.tails.items()
     for first, tail, y in ((a, tail_a, y_up), (b, tail_b, y_down)):
         c.line([x + 8, x + step], [y0, y], colour=blue, lw=1.6)
@@ -235,14 +231,14 @@ def schema_automaton_figure(f: SchemaFacts) -> Canvas:
         c.ax.add_patch(Circle((x + step + 8, y), 8, fc="white", ec=blue,
                                                  lw=1.2))
         end = state_chain(c, x + step + 8, y, tail, step - 4, colour=forced, final=True)
-        c.text(end + 18, y, f"accepts {f.prefix + first + tail}", ha="left",
-               size="small", family=TEXT["mono"], color=COLOUR["muted"])
+        c.text(end + 16, y, f"accepts {f.prefix + first + tail}", ha="left",
+               family=TEXT["mono"], color=COLOUR["muted"])
     pa, pb = f.p_branch[a], f.p_branch[b]
-    c.text(14, 332, f"At the branch only {a} and {b} are allowed. After the running example "
-           f"our model gives them {pa:.3f} and {pb:.3f};", ha="left", size="small")
-    c.text(14, 350, f"masking renormalises them to {pa / (pa + pb):.3f} and "
-           f"{pb / (pa + pb):.3f}, and every forced character gets probability 1.",
-           ha="left", size="small")
+    c.text(14, 332, f"At the branch only {a} and {b} are allowed; after the running example "
+           f"our model gives them {pa:.3f}", ha="left")
+    c.text(14, 352, f"and {pb:.3f}. Masking renormalises them to {pa / (pa + pb):.3f} and "
+           f"{pb / (pa + pb):.3f}, and every forced character", ha="left")
+    c.text(14, 372, "gets probability 1.", ha="left")
     return c
 
 

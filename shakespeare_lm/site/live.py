@@ -95,7 +95,8 @@ def _live_spec(chart, params: dict, datasets: dict) -> dict:
 def truncation_chart() -> dict:
     """The truncation explorer's chart (``explorer.distribution_chart``): the page puts the
     distribution after the reader's context in the ``chars`` dataset, rows ``{id, ch, r0,
-    raw_p, pf, kept, bits}`` computed by ``decoding.js``, and sets ``title``."""
+    raw_p, pf, kept, bits}`` computed by ``decoding.js`` (every character of the
+    vocabulary), and sets ``title``."""
     from . import style
     from .explorer import distribution_chart
     from .figures import frame_title

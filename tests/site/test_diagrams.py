@@ -16,7 +16,8 @@ COMMITTED = diagrams.OUT_DIR
 NAMES = ["beam_tree.svg", "generation_loop.svg", "kv_cache.svg",
          "speculative_timeline.svg", "continuous_batching.svg", "encoder_decoder.svg",
          "truncation.svg", "rule_pipeline.svg", "quality_likelihood.svg",
-         "constraint_mask.svg", "schema_automaton.svg", "draft_heads.svg"]
+         "constraint_mask.svg", "schema_automaton.svg", "draft_heads.svg",
+         "chat_template.svg"]
 
 
 @pytest.fixture(scope="module")
