@@ -43,7 +43,8 @@ BASE_DECODER = MODELS["base-65m"].with_(
 EXPLORER_SPECS = {"shakespeare": MODELS["shakespeare"], "base-decoder": BASE_DECODER,
                   "7b": MODELS["7b"], "70b": MODELS["70b"]}
 EXPLORER_MODELS = tuple(EXPLORER_SPECS)
-INTENSITIES = tuple(10 ** (e / 4) for e in range(-8, 25))  # 0.01 .. 1e6 FLOPs per byte
+# 0.01 .. 1e6 FLOPs per byte, 20 a decade: the roof's corner at the ridge point stays sharp
+INTENSITIES = tuple(10 ** (e / 20) for e in range(-40, 121))
 INTENSITY = "arithmetic intensity (FLOP per byte)"
 
 
@@ -198,17 +199,27 @@ class RooflineChart:
                         f"{_f(v['bandwidth_gbs'])} + ' GB/s, ' + "
                         f"{_f(v['peak_tflops'])} + ' TFLOP/s'"}
 
-    @staticmethod
-    def encodings() -> dict:
+    # the passes: a hollow circle and a hollow square in their colours (where the two
+    # meet, as they do for a 1-token prompt, both stay visible)
+    PASSES = {"prefill": ("circle", style.PALETTE[0]), "decode": ("square", style.PALETTE[3])}
+    # the key under the title: (x in pixels, text, colour); a glyph for each mark, as the
+    # figure's colour legend would draw only circles
+    KEY = ((0, "\u25cb prefill", style.PALETTE[0]), (90, "\u25a1 decode", style.PALETTE[3]),
+           (176, "\u2014 roofline", style.INK), (280, "\u2506 ridge point", style.FAINT_INK))
+
+    @classmethod
+    def encodings(cls) -> dict:
         import altair as alt
 
+        shapes, colors = zip(*cls.PASSES.values())
         return {"x": alt.X("x:Q", title=INTENSITY, scale=alt.Scale(type="log"),
                            axis=alt.Axis(labelExpr=style.LOG_LABELS)),
                 "y": alt.Y("y:Q", title="FLOP/s", scale=alt.Scale(type="log"),
                            axis=alt.Axis(labelExpr=style.LOG_LABELS)),
-                "color": alt.Color("what:N", title=None, scale=alt.Scale(
-                    domain=["roofline", "prefill", "decode"],
-                    range=[style.INK, style.PALETTE[0], style.PALETTE[3]]))}
+                "color": alt.Color("what:N", legend=None, scale=alt.Scale(
+                    domain=list(cls.PASSES), range=list(colors))),
+                "shape": alt.Shape("what:N", legend=None, scale=alt.Scale(
+                    domain=list(cls.PASSES), range=list(shapes)))}
 
     def __call__(self, v: dict, width: int, height: int):
         import altair as alt
@@ -217,26 +228,34 @@ class RooflineChart:
         peak, bandwidth = f"({v['peak_tflops']}) * 1e12", f"({v['bandwidth_gbs']}) * 1e9"
         roof = alt.Chart(alt.NamedData(name="intensities")).transform_calculate(
             y=f"min({peak}, datum.x * {bandwidth})", what="'roofline'"
-        ).mark_line().encode(**xy)
+        ).mark_line(color=style.INK).encode(x=xy["x"], y=xy["y"])
         row = alt.Chart(alt.NamedData(name="models"), transform=self.transforms(v))
         tip = [alt.Tooltip("what:N", title="pass"), alt.Tooltip("x:Q", format=".3~g"),
                alt.Tooltip("y:Q", format=".3~g")]
+        # "ridge" at the foot of the ridge line, right of it: every pass's point lies on
+        # the roof, so there it is either on the slope, left of the line, or on the flat
+        # roof at the top, and no point or label can reach the label at any setting
         layers = [roof, row.mark_rule().encode(x="ridge:Q"),  # the style's reference line
-                  row.mark_text(align="left", baseline="top", dx=4, y=4, color=style.GREY,
-                                text="ridge").encode(x="ridge:Q")]
-        for key, name in (("pre", "prefill"), ("dec", "decode")):
-            point = row.transform_calculate(x=f"datum.{key}_x", y=f"datum.{key}_y",
-                                            what=f"'{name}'")
-            layers += [point.mark_circle(size=110, opacity=1).encode(**xy, tooltip=tip),
-                       point.mark_text(align="left", dx=9, dy=-9, fontWeight="bold")
-                       .encode(**xy, text="what:N")]
-        main = alt.layer(*layers).properties(width=width, height=height,
-                                             title=frame_title(self.title(v)))
+                  row.mark_text(align="left", baseline="bottom", dx=4, y=height - 4,
+                                color=style.GREY, text="ridge").encode(x="ridge:Q")]
+        # both passes in one layer: the prefill first, the decode drawn over it
+        points = row.transform_fold(["pre", "dec"], as_=["key", "what"])
+        points = points.transform_calculate(
+            x="datum.key == 'pre' ? datum.pre_x : datum.dec_x",
+            y="datum.key == 'pre' ? datum.pre_y : datum.dec_y",
+            what="datum.key == 'pre' ? 'prefill' : 'decode'")
+        layers.append(points.mark_point(filled=False, size=170, strokeWidth=2.5, opacity=1)
+                      .encode(**xy, tooltip=tip))
+        main = alt.layer(*layers).properties(width=width, height=height)
+        key = alt.layer(*(row.mark_text(align="left", baseline="top", x=x, y=2, text=text,
+                                        color=color, fontSize=style.FONT_SIZES["legend"])
+                          for x, text, color in self.KEY)).properties(
+            width=width, height=CAPTION_LINE_PX, title=frame_title(self.title(v)))
         caption = (row.mark_text(align="left", baseline="top", font=style.MONOSPACE,
                                  lineHeight=CAPTION_LINE_PX)
                    .encode(x=alt.value(0), y=alt.value(2), text="caption:N")
                    .properties(width=width, height=3 * CAPTION_LINE_PX + 4))
-        return [main, caption]
+        return [key, main, caption]
 
 
 EXPLORER_SLIDERS = {
@@ -449,6 +468,9 @@ def prefill_decode_figure(models: dict | None = None, hardware: dict | None = No
 
 # --- the batching figure ----------------------------------------------------------------
 BATCH_LOG2 = tuple(range(16))  # the batch sizes the control offers: 1, 2, 4, ..., 32,768
+# the runs' lines: solid, dashed, dash-dot, long dash (where a roofline run's caches no
+# longer fit, its line is dotted)
+BATCH_DASHES = ((1, 0), (7, 3), (10, 3, 2, 3), (14, 4))
 
 
 @dataclass(frozen=True)
@@ -573,9 +595,12 @@ class BatchingChart:
         x = alt.X("batch:Q", title="batch size (sequences decoded together)",
                   scale=x_scale, axis=alt.Axis(labelExpr=style.LOG_LABELS))
         c_scale = alt.Scale(domain=names, range=colors)
-        color = alt.Color("run:N", title=None, scale=c_scale,
-                          legend=alt.Legend(symbolType="stroke", orient="top"))
         plain = alt.Color("run:N", scale=c_scale, legend=None)
+        # each run's line in its own colour and dash, named in the key above the panels (a
+        # legend would show the colours only)
+        dash = alt.StrokeDash("run:N", legend=None, scale=alt.Scale(
+            domain=names, range=[list(BATCH_DASHES[i % len(BATCH_DASHES)])
+                                 for i in range(len(names))]))
         curves = alt.Chart(alt.NamedData(name="curves"))
         knees = alt.Chart(alt.NamedData(name="knees"))
         here = curves.transform_filter(f"datum.batch == {batch}")
@@ -583,8 +608,17 @@ class BatchingChart:
             batch=batch, text=f"'batch ' + format({batch}, ',')")
         panel = (height - 60) // 2
 
-        k = SimpleNamespace(plain=plain, color=color, x_scale=x_scale, x=x, curves=curves,
+        k = SimpleNamespace(plain=plain, dash=dash, x_scale=x_scale, x=x, curves=curves,
                             knees=knees, here=here, rule=rule, panel=panel, width=width, v=v)
+        key_rows = alt.Chart(alt.NamedData(name="runs")).transform_calculate(
+            ky=f"datum.row * {CAPTION_LINE_PX} + {CAPTION_LINE_PX // 2}")
+        ky = alt.Y("ky:Q", scale=None, axis=None)
+        key = alt.layer(
+            key_rows.mark_rule(strokeWidth=2, opacity=1).encode(
+                x=alt.value(0), x2=alt.value(34), y=ky, color=plain, strokeDash=dash),
+            key_rows.mark_text(align="left", baseline="middle").encode(
+                x=alt.value(42), y=ky, text="run:N"),
+        ).properties(width=width, height=len(names) * CAPTION_LINE_PX)
         top = _batching_panel(k, "tps", "tokens per second (whole batch)", last=False)
         bottom = _batching_panel(k, "ms", "ms per token (each request)", last=True)
         captions = [batch_caption(self.runs, 2**e) for e in BATCH_LOG2]
@@ -595,7 +629,7 @@ class BatchingChart:
             x=alt.value(0), y=alt.value(2),
             text=alt.value({"expr": f"{json.dumps(captions)}[{v['batch_log2']}]"}),
         ).properties(width=width, height=lines * CAPTION_LINE_PX + 4)
-        return [top, bottom, table]
+        return [key, top, bottom, table]
 
 
 
@@ -603,7 +637,7 @@ def _batching_panel(k, field: str, title: str, last: bool):
     """One panel of the batching figure (``k``: what the figure's call prepared)."""
     import altair as alt
 
-    c = k.plain if last else k.color  # one legend: the top panel's
+    c = k.plain
     y = alt.Y(f"{field}:Q", title=title, scale=alt.Scale(type="log"),
               axis=alt.Axis(labelExpr=style.LOG_LABELS))
     tip = ["run:N", alt.Tooltip("batch:Q", format=","),
@@ -614,7 +648,7 @@ def _batching_panel(k, field: str, title: str, last: bool):
     layers = [
         k.rule.mark_rule().encode(x=xs),
         k.curves.transform_filter("datum.fits").mark_line().encode(
-            x=xs, y=y, color=c, detail="run:N"),
+            x=xs, y=y, color=c, strokeDash=k.dash, detail="run:N"),
         k.curves.transform_filter("datum.over").mark_line(strokeDash=[2, 3]).encode(
             x=xs, y=y, color=c, detail="run:N"),
         k.curves.transform_filter("datum.measured").mark_point(
@@ -653,5 +687,6 @@ def batching_figure(runs: list[BatchRun], start: int = 1) -> SliderFigure:
     knees = [{"run": r.name, "batch": r.knee, "tps": r.at(r.knee)[0],
               "ms": r.at(r.knee)[1] * 1e3} for r in runs]
     slider = Slider("batch_log2", BATCH_LOG2, int(math.log2(start)), "log\u2082 batch size")
+    key = [{"run": r.name, "row": i} for i, r in enumerate(runs)]
     return SliderFigure([slider], vega=BatchingChart(runs), height=560,
-                        data={"curves": rows, "knees": knees, "slm_one": [{}]})
+                        data={"curves": rows, "knees": knees, "slm_one": [{}], "runs": key})
