@@ -112,10 +112,13 @@ def beam_tree(model, tok, prompt: str = BEAM_PROMPT, beam_width: int = 2,
                     (g.text, sum(g.logprobs)))
 
 
-def node_style(node: TreeNode) -> tuple[str, float, object]:
-    """(edge colour, line width, line style) of a node and the edge into it."""
+def node_style(node: TreeNode, greedy: bool = False) -> tuple[str, float, object]:
+    """(edge colour, line width, line style) of a node and the edge into it; ``greedy``:
+    the node is on greedy's line (dash-dot: the best beam's is solid)."""
     if node.winner:
         return COLOUR["vermillion"], 2.4, "-"
+    if greedy:
+        return COLOUR["orange"], 2.2, (0, (6, 2, 1.5, 2))
     if node.kept:
         return COLOUR["blue"], 1.5, "-"
     return COLOUR["grey"], 1.0, (0, (3, 2))
@@ -133,12 +136,15 @@ def beam_tree_figure(tree: BeamTree) -> Canvas:
     c.text(88, 24, "prompt", weight="bold")
     c.box(*pos[0][0], 150, 34, fc=COLOUR["pale"])
     c.text(*pos[0][0], "\u2026" + visible(tree.prompt[-11:]), family=TEXT["mono"])
+    text = [[""]]                     # each node's prefix, to find greedy's line
     for t, column in enumerate(tree.columns):
-        for (x, y), node in zip(pos[t + 1], column):
+        text.append([text[t][max(node.parent, 0)] + node.char for node in column])
+        for (x, y), node, prefix in zip(pos[t + 1], column, text[t + 1]):
             px, py = pos[t][max(node.parent, 0)]
-            colour, lw, ls = node_style(node)
+            on_greedy = tree.greedy[0].startswith(prefix)
+            colour, lw, ls = node_style(node, on_greedy)
             c.line([px + (75 if t == 0 else NODE_W / 2), x - NODE_W / 2], [py, y],
-                   colour=colour, lw=lw if node.kept else 0.9, ls=ls)
+                   colour=colour, lw=lw if node.kept or on_greedy else 0.9, ls=ls)
             fill = tint(COLOUR["sky"], 0.35) if node.kept else "white"
             c.box(x, y, NODE_W, 32, fc=fill, ec=colour, lw=lw, ls=ls)
             shade = COLOUR["text"] if node.kept else COLOUR["muted"]
@@ -154,12 +160,12 @@ def beam_tree_legend(c: Canvas, tree: BeamTree, y: float) -> None:
     c.legend(40, y, [
         ("kept in the beam", tint(COLOUR["sky"], 0.35), COLOUR["blue"], "-", None),
         ("pruned", "white", COLOUR["grey"], (0, (3, 2)), None),
-        ("path of the best beam", "white", COLOUR["vermillion"], "-", None)])
+        ("path of the best beam", "white", COLOUR["vermillion"], "-", None),
+        ("greedy's line", "white", COLOUR["orange"], (0, (6, 2, 1.5, 2)), None)])
     (best, best_lp), (greedy, greedy_lp) = tree.best, tree.greedy
     width = tree.beam_width
     c.text(40, y + 30, f"Numbers: log-probability of the prefix given the prompt. "
-           f"Width {width} keeps the {width} best extensions per step.", ha="left",
-           size="small")
+           f"Width {width} keeps the {width} best extensions per step.", ha="left")
     c.text(40, y + 54, f"beam search returns \u201c{visible(best)}\u201d  "
            f"({signed(best_lp, 3)});   greedy returns \u201c{visible(greedy)}\u201d  "
            f"({signed(greedy_lp, 3)})", ha="left")
@@ -482,24 +488,26 @@ class TimeAxis:
 
 def speculative_timeline_figure(f: SpecFacts) -> Canvas:
     """Plain decoding and speculative rounds on one time axis."""
-    c = Canvas(404)
+    # every text at the style's full size or larger: the page shows the figure at about
+    # 90% of its natural width, and 11 px is the least a reader should have to read
+    c = Canvas(430)
     total, passes = spec_time(f), plain_chars(f)
-    round_cost, at = total / len(f.rounds), TimeAxis(170, 628, total)
+    round_cost, at = total / len(f.rounds), TimeAxis(188, 622, total)
     plain_y, draft_y, target_y, axis_y = 48, 138, 178, 292
-    c.text(10, plain_y - 8, "plain decoding", ha="left", weight="bold")
-    c.text(10, plain_y + 10, "target: 1 character a pass", ha="left", size="small")
+    c.text(10, plain_y - 9, "plain decoding", ha="left", weight="bold")
+    c.text(10, plain_y + 11, "target: 1 character", ha="left")
     c.text(10, draft_y - 42, "speculative decoding", ha="left", weight="bold")
-    c.text(10, draft_y, f"draft: {f.gamma} proposals", ha="left", size="small")
-    c.text(10, target_y, f"target: checks all {f.gamma}", ha="left", size="small")
+    c.text(10, draft_y, f"draft: {f.gamma} proposals", ha="left")
+    c.text(10, target_y, f"target: checks all {f.gamma}", ha="left")
     for i in range(passes):
         c.box(at.mid(i, i + 1), plain_y, at(1) - at(0) - 3, 28, fc=CACHED[0],
               ec=COLOUR["blue"], radius=3)
-        c.text(at.mid(i, i + 1), plain_y, f"pass {i + 1}", size="small")
+        c.text(at.mid(i, i + 1), plain_y, f"pass {i + 1}")
     start, emitted = 0.0, 0
     for r, rnd in enumerate(f.rounds):
         spec_round(c, at, f, rnd, start, draft_y, target_y)
         c.text(at.mid(start, start + round_cost), draft_y - 42, f"round {r + 1}",
-               size="small", weight="bold")
+               weight="bold")
         start += round_cost
         emitted += rnd.accepted + 1
         c.line([at(start)] * 2, [draft_y - 50, axis_y], colour=COLOUR["grey"], lw=0.9,
@@ -507,9 +515,18 @@ def speculative_timeline_figure(f: SpecFacts) -> Canvas:
     c.text(at(total) + 10, plain_y, f"{passes} characters", ha="left", weight="bold")
     c.text(at(total) + 10, (draft_y + target_y) / 2, f"{emitted} characters", ha="left",
            weight="bold")
-    at.draw(c, axis_y, total, 1, "time, in target passes over one position")
-    spec_footer(c, f, axis_y + 58)
+    spec_axis(c, at, axis_y, total)
+    spec_footer(c, f, axis_y + 60)
     return c
+
+
+def spec_axis(c: Canvas, at: TimeAxis, y: float, span: float) -> None:
+    """The time axis, as ``TimeAxis.draw`` draws it, with its text at the full size."""
+    c.line([at(0), at(span)], [y, y])
+    for t in range(0, int(span + 1e-9) + 1):
+        c.line([at(t)] * 2, [y, y + 5])
+        c.text(at(t), y + 16, str(t))
+    c.text(at(span / 2), y + 36, "time, in target passes over one position")
 
 
 def spec_round(c: Canvas, at: TimeAxis, f: SpecFacts, rnd: SpecRound, start: float,
@@ -524,7 +541,7 @@ def spec_round(c: Canvas, at: TimeAxis, f: SpecFacts, rnd: SpecRound, start: flo
     v1 = v0 + f.verify_cost
     c.box(at.mid(v0, v1), target_y, at(v1) - at(v0) - 2, 26, fc=CACHED[0],
           ec=COLOUR["blue"], radius=3)
-    c.text(at.mid(v0, v1), target_y, f"1 pass, {f.gamma + 1} positions", size="small")
+    c.text(at.mid(v0, v1), target_y, f"{f.gamma + 1} positions")
     cell = (at(v1) - at(v0)) / (f.gamma + 1)
     for i, ch in enumerate(rnd.proposals):
         mark, colour = (("\u2713", COLOUR["green"]) if i < rnd.accepted else
@@ -543,20 +560,19 @@ def spec_round(c: Canvas, at: TimeAxis, f: SpecFacts, rnd: SpecRound, start: flo
                color=COLOUR["blue"])
     kept = visible(rnd.proposals[: rnd.accepted] + rnd.token)
     c.text(at.mid(v0, v1), target_y + 70, f"emits \u2018{kept}\u2019", weight="bold")
-    c.text(at.mid(v0, v1), target_y + 88, f"{'bonus' if bonus else 'residual'} draw: "
-           f"\u2018{visible(rnd.token)}\u2019", size="small")
+    c.text(at.mid(v0, v1), target_y + 89, f"{'bonus' if bonus else 'residual'} draw: "
+           f"\u2018{visible(rnd.token)}\u2019")
 
 
 def spec_footer(c: Canvas, f: SpecFacts, y: float) -> None:
-    lines = ["Box widths are forward passes timed on one CPU thread, in units of a "
-             "target pass over one position:",
-             f"a draft step {f.draft_cost:.2f}, a target pass over {f.gamma + 1} "
-             f"positions {f.verify_cost:.2f}. Draft model, \u03b3 = {f.gamma}, "
-             f"temperature 1, seed {f.seed}.",
+    lines = [f"Box widths, timed once on one CPU thread: a draft step {f.draft_cost:.2f} and "
+             f"a pass over {f.gamma + 1} positions",
+             f"{f.verify_cost:.2f} target passes over one position. Draft model, "
+             f"\u03b3 = {f.gamma}, temperature 1, seed {f.seed}.",
              f"Over {f.run_chars} characters from this prompt: {f.chars_per_pass:.2f} "
-             f"characters per target pass, acceptance rate {f.acceptance:.2f}."]
+             f"characters per target pass, acceptance {f.acceptance:.2f}."]
     for i, line in enumerate(lines):
-        c.text(10, y + 19 * i, line, ha="left", size="small")
+        c.text(10, y + 20 * i, line, ha="left")
 
 
 # --- 5. static vs continuous batching -------------------------------------------------
@@ -687,8 +703,9 @@ def alt_texts(tree: BeamTree, spec: SpecFacts) -> dict[str, str]:
             "rules, choose, append and stream, a stop check and a cached decode step, "
             "once per new character.",
         "kv_cache.svg":
-            "The KV cache over a prefill and decode steps: each step writes one new "
-            "key and value slot, and its query reads every cached slot.",
+            "The KV cache over a prefill and decode steps: the prefill writes the "
+            "prompt's key and value slots at once; each decode step then writes one new "
+            "slot, and its query reads every cached slot.",
         "speculative_timeline.svg":
             f"Timeline: in the time plain decoding makes {plain_chars(spec)} "
             f"characters, {len(spec.rounds)} speculative rounds of {spec.gamma} draft "
@@ -726,12 +743,13 @@ def write_all(out_dir: Path = OUT_DIR,
 
 
 def write_chapters(out_dir: Path = OUT_DIR) -> list[Path]:
-    """The diagrams of chapters 1, 3, 4, 5 and 6, each drawn by its chapter's module."""
-    from . import diagrams_ch1, diagrams_ch3, diagrams_ch4, diagrams_ch5, diagrams_ch6
+    """The diagrams of chapters 1, 3, 4, 5, 6 and 8, each drawn by its chapter's module."""
+    from . import (diagrams_ch1, diagrams_ch3, diagrams_ch4, diagrams_ch5, diagrams_ch6,
+                   diagrams_ch8)
 
     return [diagrams_ch1.write(out_dir), *diagrams_ch3.write_ch3(out_dir),
             *diagrams_ch4.write_all(out_dir), *diagrams_ch5.write_ch5(out_dir),
-            diagrams_ch6.write(out_dir)]
+            diagrams_ch6.write(out_dir), diagrams_ch8.write(out_dir)]
 
 
 def main(argv: list[str] | None = None) -> None:

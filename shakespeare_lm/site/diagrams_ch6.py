@@ -17,11 +17,14 @@ from pathlib import Path
 
 import matplotlib
 import torch
+from matplotlib.font_manager import FontProperties
+from matplotlib.textpath import TextToPath
 
 from ..speculative.eagle import load_feature_head
 from ..speculative.heads import load_heads
 from ..weights import load_pretrained
-from .svg import COLOUR, OUT_DIR, SVG_RC, Canvas, redraw_command, save_svg, tint, visible
+from .svg import (COLOUR, OUT_DIR, SVG_RC, TEXT, Canvas, redraw_command, save_svg, tint,
+                  visible)
 
 # from The Taming of the Shrew, a held-out play: "And woo her with some spirit when she comes"
 CONTEXT = "PETRUCHIO:\nI pray you do; I'll attend her here,\nAnd woo her with some spi"
@@ -29,8 +32,8 @@ NEXT = "r"      # what follows CONTEXT in the play: the character the target dra
 STATE = (tint(COLOUR["orange"], 0.35), COLOUR["vermillion"])   # the target's state
 HEAD = (tint(COLOUR["sky"], 0.35), COLOUR["blue"])              # a head's layer
 GUESS = (tint(COLOUR["green"], 0.3), COLOUR["green"])           # a proposal
-HEIGHT = 350
-ROWS = {"title": 20, "note": 42, "guess": 92, "head": 182, "state": 276}
+HEIGHT = 362
+ROWS = {"title": 18, "note": 42, "guess": 104, "head": 194, "state": 286}
 
 
 @dataclass(frozen=True)
@@ -69,9 +72,43 @@ def node(c: Canvas, x: float, y: float, w: float, text: str, colours: tuple, *,
     c.text(x, y, text, family=["DejaVu Sans Mono", "monospace"] if mono else None)
 
 
-def y_at(i: int) -> str:
-    """y with the subscript t + i (t alone for i = 0), in Unicode subscripts."""
-    return "y\u209c" + ("" if i == 0 else "\u208a" + "\u2080\u2081\u2082\u2083\u2084"[i])
+# a symbol with a subscript is drawn in pieces: the letter in italics, the subscript at the
+# text's own size and lowered (Unicode subscripts and mathtext draw it at a third less, too
+# small to read at the column's width)
+PIECE = {"text": {"size": TEXT["size"]},
+         "math": {"size": TEXT["large"], "style": "italic"},
+         "sub": {"size": TEXT["size"], "style": "italic"}}
+SUB_DROP = 5.0     # pixels a subscript sits below the line
+
+
+def piece_width(text: str, kind: str) -> float:
+    """The width in pixels of one piece, as the font draws it (1 pt = 1 px here)."""
+    font = FontProperties(family=TEXT["family"], **PIECE[kind])
+    return TextToPath().get_text_width_height_descent(text, font, ismath=False)[0]
+
+
+def rich_text(c: Canvas, x: float, y: float, pieces: list[tuple[str, str]], *,
+              ha: str = "center", color: str = COLOUR["text"]) -> None:
+    """``pieces`` of ("text" | "math" | "sub", string) in a row, centred on x (or from x
+    for ha="left"); every piece at least the text's own size."""
+    # an SVG viewer drops a text's leading and trailing spaces: they become gaps instead
+    gaps = [(piece_width("x" + t[: len(t) - len(t.lstrip())], k) - piece_width("x", k),
+             piece_width(t.strip(), k),
+             piece_width(t, k) - piece_width(t.rstrip(), k)) for k, t in pieces]
+    x0 = x - sum(map(sum, gaps)) / 2 if ha == "center" else x
+    for (kind, text), (before, width, after) in zip(pieces, gaps):
+        c.ax.text(x0 + before, y + (SUB_DROP if kind == "sub" else 0), text.strip(),
+                  ha="left", va="center", color=color, fontsize=PIECE[kind]["size"],
+                  fontstyle=PIECE[kind].get("style", "normal"))
+        x0 += before + width + after
+
+
+def y_at(i: int) -> list[tuple[str, str]]:
+    """y with the subscript t + i (t alone for i = 0), as pieces for ``rich_text``."""
+    return [("math", "y"), ("sub", "t" if i == 0 else f"t+{i}")]
+
+
+H_T = [("math", "h"), ("sub", "t")]
 
 
 def guess_label(char: str, p: float) -> str:
@@ -81,26 +118,28 @@ def guess_label(char: str, p: float) -> str:
 def medusa_panel(c: Canvas, guesses: list[tuple[str, float]], x0: float, w: float) -> None:
     """Every head reads the one state h_t: its guess cannot see the guesses before it."""
     c.text(x0 + w / 2, ROWS["title"], "Medusa heads", weight="bold")
-    c.text(x0 + w / 2, ROWS["note"], f"each guess from h\u209c alone, blind to {y_at(0)}",
-           size="small", color=COLOUR["muted"])
+    rich_text(c, x0 + w / 2, ROWS["note"], [("text", "each guess from "), *H_T,
+              ("text", " alone, blind to "), *y_at(0)], color=COLOUR["muted"])
     xs = [x0 + w * (i + 1) / (len(guesses) + 1) for i in range(len(guesses))]
-    node(c, x0 + w / 2, ROWS["state"], 150, "h\u209c  (after \u2026spi)", STATE)
+    node(c, x0 + w / 2, ROWS["state"], 170, "", STATE)
+    rich_text(c, x0 + w / 2, ROWS["state"], [*H_T, ("text", "  (after \u2026spi)")])
     for i, (x, (char, p)) in enumerate(zip(xs, guesses)):
         node(c, x, ROWS["head"], 76, f"head {i + 1}", HEAD)
         node(c, x, ROWS["guess"], 76, guess_label(char, p), GUESS, mono=True)
         c.arrow((x0 + w / 2, ROWS["state"] - 17), (x, ROWS["head"] + 17))
         c.arrow((x, ROWS["head"] - 17), (x, ROWS["guess"] + 17))
-        c.text(x, ROWS["guess"] - 28, y_at(i + 1), color=COLOUR["muted"])
+        rich_text(c, x, ROWS["guess"] - 32, y_at(i + 1), color=COLOUR["muted"])
 
 
 def eagle_panel(c: Canvas, guesses: list[tuple[str, float]], x0: float, w: float) -> None:
     """A chain: each step reads the last feature and the character drafted before it."""
     c.text(x0 + w / 2, ROWS["title"], "EAGLE feature head", weight="bold")
-    c.text(x0 + w / 2, ROWS["note"], "each step reads a feature and the character before",
-           size="small", color=COLOUR["muted"])
+    c.text(x0 + w / 2, ROWS["note"], "each step sees the guess before it",
+           color=COLOUR["muted"])
     xs = [x0 + 110 + (w - 110) * (i + 0.5) / len(guesses) for i in range(len(guesses))]
     fed = [NEXT] + [char for char, _ in guesses[:-1]]
-    node(c, x0 + 34, ROWS["head"], 52, "h\u209c", STATE)
+    node(c, x0 + 34, ROWS["head"], 52, "", STATE)
+    rich_text(c, x0 + 34, ROWS["head"], H_T)
     prev = (x0 + 60, ROWS["head"])
     for i, (x, (char, p), f) in enumerate(zip(xs, guesses, fed)):
         node(c, x, ROWS["head"], 44, "f", HEAD)
@@ -109,7 +148,7 @@ def eagle_panel(c: Canvas, guesses: list[tuple[str, float]], x0: float, w: float
         c.arrow((x, ROWS["state"] - 17), (x, ROWS["head"] + 17))
         c.arrow(prev, (x - 22, ROWS["head"]))
         c.arrow((x, ROWS["head"] - 17), (x, ROWS["guess"] + 17))
-        c.text(x, ROWS["guess"] - 28, y_at(i + 1), color=COLOUR["muted"])
+        rich_text(c, x, ROWS["guess"] - 32, y_at(i + 1), color=COLOUR["muted"])
         prev = (x + 22, ROWS["head"])
         if i + 1 < len(xs):  # the guess is the next step's character
             gap = x + 40
@@ -122,11 +161,12 @@ def draft_heads_figure(f: HeadFacts) -> Canvas:
     medusa_panel(c, f.medusa, 8, 352)
     c.line([370, 370], [10, HEIGHT - 50], colour=COLOUR["grey"], lw=1.0)
     eagle_panel(c, f.eagle, 380, 352)
-    c.text(370, HEIGHT - 30, f"after \u201c\u2026And woo her with some spi\u201d the target "
-           f"draws {y_at(0)} = \u2018{NEXT}\u2019 (the play has \u201cspirit\u201d);",
-           size="small", color=COLOUR["muted"])
-    c.text(370, HEIGHT - 12, "each green box: the draft's most likely character there, "
-           "and its probability", size="small", color=COLOUR["muted"])
+    rich_text(c, 370, HEIGHT - 32, [
+        ("text", "after \u201c\u2026And woo her with some spi\u201d the target draws "),
+        *y_at(0), ("text", f" = \u2018{NEXT}\u2019 (the play has \u201cspirit\u201d);")],
+        color=COLOUR["muted"])
+    c.text(370, HEIGHT - 11, "each green box: the draft's most likely character there, "
+           "and its probability", color=COLOUR["muted"])
     return c
 
 
