@@ -25,7 +25,7 @@ COLOUR = {**style.COLOURS, "grey": style.GREY, "pale": style.PALE, "text": style
           "muted": style.FAINT_INK}
 TEXT = {"family": ["DejaVu Sans", "sans-serif"],
         "mono": ["DejaVu Sans Mono", "monospace"],
-        "size": 12.5, "small": 11.5, "large": 14.5}
+        "size": 12.5, "small": 12.2, "large": 14.5}
 
 WIDTH_PX = 740
 OUT_DIR = ROOT / "notebooks" / "diagrams"  # beside the chapters, which JupyterLab serves
