@@ -120,7 +120,8 @@ def constraint_mask_figure(f: MaskFacts) -> Canvas:
                        ls=(0, (2, 2)))
             if in_s:
                 c.text(x + bar / 2, base - p * scale - 9, f"{p:.2f}", color=COLOUR["blue"])
-            c.text(x + bar / 2, base + 13, visible(f.chars[i]), family=TEXT["mono"], weight="bold" if in_s else "normal",
+            c.text(x + bar / 2, base + 13, visible(f.chars[i]), family=TEXT["mono"],
+                   weight="bold" if in_s else "normal",
                    color=COLOUR["text"] if in_s else COLOUR["muted"])
         rest = len(f.probs) - SHOWN_RANKS
         c.text(end + 8, base - 10, f"+{rest} more,", ha="left", color=COLOUR["muted"])
