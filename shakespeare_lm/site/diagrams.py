@@ -707,9 +707,10 @@ def alt_texts(tree: BeamTree, spec: SpecFacts) -> dict[str, str]:
             "prompt's key and value slots at once; each decode step then writes one new "
             "slot, and its query reads every cached slot.",
         "speculative_timeline.svg":
-            f"Timeline: in the time plain decoding makes {plain_chars(spec)} "
-            f"characters, {len(spec.rounds)} speculative rounds of {spec.gamma} draft "
-            f"steps and one verifying target pass each make {made}.",
+            f"Timeline over {spec_time(spec):.2f} target passes' time: plain decoding "
+            f"makes {plain_chars(spec)} characters, and {len(spec.rounds)} speculative "
+            f"rounds of {spec.gamma} draft steps and one verifying target pass each "
+            f"make {made}.",
         "continuous_batching.svg":
             "Gantt charts of the same requests on a batch of rows: static batching "
             "leaves rows idle until the longest request ends; continuous batching "
