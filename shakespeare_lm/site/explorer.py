@@ -232,17 +232,47 @@ def _quote(text: str) -> str:
     return json.dumps(text)
 
 
+def _bars(width: int, height: int):
+    """Per character (in the order of the model's own probability, ``r0``) the model's own
+    probability ``raw_p`` as an outline (grey where the rules removed the character: ``kept``
+    false), the one after the rules ``pf`` solid."""
+    import altair as alt
+
+    series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(
+        domain=[FINAL, RAW, REMOVED], range=[style.PALETTE[0], style.INK, style.MUTED]))
+    colour = alt.condition("datum.series == 'raw_p' && !datum.kept",
+                           alt.value(style.MUTED), series)
+    axis = alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
+                    labelPadding=3)
+    enc = {"x": alt.X("ch:N", title=None, axis=axis,
+                      sort=alt.EncodingSortField(field="r0", op="min")),
+           "xOffset": alt.XOffset("sname:N", sort=[FINAL, RAW]),
+           "y": alt.Y("prob:Q", title="probability"), "color": colour,
+           "tooltip": [alt.Tooltip("ch:N", title="character"),
+                       alt.Tooltip("raw_p:Q", title=RAW, format=".4f"),
+                       alt.Tooltip("pf:Q", title=FINAL, format=".4f")]}
+    base = (alt.Chart().transform_fold(["raw_p", "pf"], as_=["series", "prob"])
+            .transform_calculate(sname=f"datum.series == 'pf' ? {_quote(FINAL)} : {_quote(RAW)}")
+            .encode(**enc))
+    solid = base.mark_bar().transform_filter("datum.series == 'pf'")
+    outline = base.mark_bar(filled=False, strokeWidth=1.2).transform_filter(
+        "datum.series == 'raw_p'")
+    return alt.layer(solid, outline).properties(width=width, height=height)
+
+
 TRUNCATION_SHOWN = 20  # the truncation chart's bars: the model's 20 most probable, then "rest"
 TRUNCATION_REST = "rest"
 
 
-def _bars(width: int, height: int):
+def top_and_rest_bars(width: int, height: int):
     """The truncation chart's bars, from the ``chars`` rows: the model's
     ``TRUNCATION_SHOWN`` most probable characters (by its own probability, ``r0``), then one
     bar ``TRUNCATION_REST`` for all the others together. Each bar is what the rules leave,
     ``pf`` (summed over the rest), solid, with the model's own probability ``raw_p`` as an
     outline over it at the same place; a bar the rules removed entirely keeps a grey
-    outline. With 63 characters side by side no bar could be read; with 21 each can."""
+    outline. The live truncation explorer draws these (with 63 characters side by side no
+    bar could be read; with 21 each can); the kernel-free one keeps ``_bars``, every
+    character."""
     import altair as alt
 
     series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(

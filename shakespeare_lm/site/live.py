@@ -96,13 +96,15 @@ def truncation_chart() -> dict:
     """The truncation explorer's chart (``explorer.distribution_chart``): the page puts the
     distribution after the reader's context in the ``chars`` dataset, rows ``{id, ch, r0,
     raw_p, pf, kept, bits}`` computed by ``decoding.js`` (every character of the
-    vocabulary), and sets ``title``."""
+    vocabulary), and sets ``title``. Its bars are the 20 most probable characters and the
+    rest together (``explorer.top_and_rest_bars``)."""
     from . import style
-    from .explorer import distribution_chart
+    from .explorer import distribution_chart, top_and_rest_bars
     from .figures import frame_title
 
-    chart = distribution_chart(style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, 230,
-                               frame_title({"expr": "title"}), "chars")
+    width, title = style.FIGURE_WIDTH_PX - style.PLOT_MARGIN_PX, frame_title({"expr": "title"})
+    chart = distribution_chart(width, 230, title, "chars")
+    chart.vconcat[0] = top_and_rest_bars(width, 230).properties(title=title)
     return _live_spec(chart, {"title": ""}, {"chars": []})
 
 

@@ -567,6 +567,9 @@ def _move_slider(lab, panel) -> tuple[str, str]:
 def test_run_all_evaluates_the_prose_and_drives_the_widgets(lab):
     """Run All in a fresh kernel: no error, every prose value evaluated again (to its
     committed value, unless glued from a timing cell), a widget answers its slider."""
+    earlier = len(lab.errors)  # this test's own errors: closing 29 tabs in a row in the test
+    # before can leave jupyterlab-myst's "Host is not attached" for a cell rendered after
+    # its tab closed, which no reader's Run All meets
     panel = lab.open(RUN)
     assert lab.server.marked > 0, f"{RUN} stores no prose values: re-execute it"
     deadline = time.monotonic() + 60  # jupyterlab-myst renders the cells one by one
@@ -585,6 +588,6 @@ def test_run_all_evaluates_the_prose_and_drives_the_widgets(lab):
     assert problems == [], "\n".join(problems)
     before, after = _move_slider(lab, panel)
     assert before != after and after.strip(), (before, after)
-    assert lab.errors == [], f"uncaught errors in the page: {lab.errors}"
+    assert lab.errors[earlier:] == [], f"uncaught errors in the page: {lab.errors[earlier:]}"
     assert lab.external == [], f"requests that would leave the machine: {lab.external}"
     print(f"{RUN}: Run All took {seconds:.0f} s")
