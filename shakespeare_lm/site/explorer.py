@@ -232,10 +232,9 @@ def _quote(text: str) -> str:
     return json.dumps(text)
 
 
-def _bars(width: int, height: int):
-    """Per character (in the order of the model's own probability, ``r0``) the model's own
-    probability ``raw_p`` as an outline (grey where the rules removed the character: ``kept``
-    false), the one after the rules ``pf`` solid."""
+def _bar_colour_and_axis():
+    """The bars' colour (after the rules, the model's own, grey where removed) and their
+    character axis, shared by ``_bars`` and ``top_and_rest_bars``."""
     import altair as alt
 
     series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(
@@ -244,6 +243,16 @@ def _bars(width: int, height: int):
                            alt.value(style.MUTED), series)
     axis = alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
                     labelPadding=3)
+    return colour, axis
+
+
+def _bars(width: int, height: int):
+    """Per character (in the order of the model's own probability, ``r0``) the model's own
+    probability ``raw_p`` as an outline (grey where the rules removed the character: ``kept``
+    false), the one after the rules ``pf`` solid."""
+    import altair as alt
+
+    colour, axis = _bar_colour_and_axis()
     enc = {"x": alt.X("ch:N", title=None, axis=axis,
                       sort=alt.EncodingSortField(field="r0", op="min")),
            "xOffset": alt.XOffset("sname:N", sort=[FINAL, RAW]),
@@ -275,12 +284,7 @@ def top_and_rest_bars(width: int, height: int):
     character."""
     import altair as alt
 
-    series = alt.Color("sname:N", legend=alt.Legend(title=None), scale=alt.Scale(
-        domain=[FINAL, RAW, REMOVED], range=[style.PALETTE[0], style.INK, style.MUTED]))
-    colour = alt.condition("datum.series == 'raw_p' && !datum.kept",
-                           alt.value(style.MUTED), series)
-    axis = alt.Axis(labelAngle=0, labelOverlap=False, labelFont=style.MONOSPACE,
-                    labelPadding=3)
+    colour, axis = _bar_colour_and_axis()
     rest = json.dumps(TRUNCATION_REST)
     enc = {"x": alt.X("slot:N", title=None, axis=axis,
                       sort=alt.EncodingSortField(field="r0", op="min")),
