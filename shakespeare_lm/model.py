@@ -13,14 +13,8 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torch.nn.modules import module as _module_lib
-
 
 from .checks import check_count
-
-# torch's registries of hooks set on every module at once (register_module_forward_hook...)
-_GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks",
-                 "_global_backward_hooks", "_global_backward_pre_hooks")
 
 
 @dataclass(frozen=True)
@@ -302,28 +296,6 @@ class Block(nn.Module):
         x = x + self.drop(self.attn(self.ln1(x), attend))  # pre-LN residual
         return x + self.drop(self.mlp(self.ln2(x)))
 
-    def lean(self, x, attend: Attend | None = None):
-        """``forward`` in eval mode, op for op (the same kernels, so the same bits), without
-        calling a submodule: no dropout, no per-module dispatch. ``Transformer.forward``
-        takes this path when no hook is registered (``Transformer.lean_ok``). Weights are
-        read from each module's own registries (``_modules``, ``_parameters``), which always
-        hold the current ones, without ``nn.Module.__getattr__``'s cost per access."""
-        mods = self._modules
-        attn, mlp = mods["attn"], mods["mlp"]
-        qkv, proj = attn._modules["qkv"]._parameters, attn._modules["proj"]._parameters
-        fc, out = mlp._modules["fc"]._parameters, mlp._modules["proj"]._parameters
-        h = _layer_norm(mods["ln1"], x)
-        x = x + F.linear(attn.mix(F.linear(h, qkv["weight"], qkv["bias"]), attend),
-                         proj["weight"], proj["bias"])
-        h = F.gelu(F.linear(_layer_norm(mods["ln2"], x), fc["weight"], fc["bias"]))
-        return x + F.linear(h, out["weight"], out["bias"])
-
-
-def _layer_norm(ln: nn.LayerNorm, x: torch.Tensor) -> torch.Tensor:
-    """What ``ln(x)`` computes, called as a function."""
-    p = ln._parameters  # torch.layer_norm: the kernel F.layer_norm calls, without its checks
-    return torch.layer_norm(x, ln.normalized_shape, p["weight"], p["bias"], ln.eps)
-
 
 class Transformer(nn.Module):
     """Character-level GPT. ``model(idx)`` -> logits (B, T, V) over the full sequence."""
@@ -343,7 +315,6 @@ class Transformer(nn.Module):
             if name.endswith("proj.weight"):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
         self._cache: KVCacheHandle | None = None  # set by ``cache()``, one at a time
-        self._hook_dicts: list[dict] | None = None  # every module's hooks, for ``lean_ok``
 
     @staticmethod
     def _init_weights(m):
@@ -406,33 +377,12 @@ class Transformer(nn.Module):
                 raise RuntimeError("input_pos given but no KV cache: run the model inside "
                                    "`with model.cache(batch, max_len) as cache:`")
             pos, attend = self._cache.plan(idx, input_pos)
-        if self.lean_ok():  # the same ops without calling each module: see ``lean_ok``
-            x = F.embedding(idx, self.tok_emb.weight) + F.embedding(pos, self.pos_emb.weight)
-            for blk in self.blocks:
-                x = blk.lean(x, attend)
-            h = _layer_norm(self.ln_f, x)
-            logits = F.linear(h, self.lm_head.weight)
-        else:
-            x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))
-            for blk in self.blocks:
-                x = blk(x, attend)
-            h = self.ln_f(x)
-            logits = self.lm_head(h)
+        x = self.drop(self.tok_emb(idx) + self.pos_emb(pos))  # (B, T, d_model)
+        for blk in self.blocks:
+            x = blk(x, attend)
+        h = self.ln_f(x)
+        logits = self.lm_head(h)  # (B, T, V)
         return (logits, h) if return_hidden else logits
-
-    def lean_ok(self) -> bool:
-        """Whether a pass may skip calling each module (``Block.lean``): in eval mode, where
-        dropout does nothing, and while no forward or backward hook is registered on any
-        module or globally, so that every hook still sees every pass. The two paths run the
-        same kernels in the same order and give the same bits (tests/test_kv_cache.py);
-        the lean one saves the dispatch of about 50 module calls, a sixth of a decode step."""
-        if self.training or any(getattr(_module_lib, name, None) for name in _GLOBAL_HOOKS):
-            return False
-        if self._hook_dicts is None:  # registering a hook adds to one of these dicts
-            self._hook_dicts = [d for m in self.modules() for d in (
-                m._forward_hooks, m._forward_pre_hooks, m._backward_hooks,
-                m._backward_pre_hooks)]
-        return not any(self._hook_dicts)
 
 
 def make_model(preset: str | ModelConfig = "tiny", seed: int = 0, **overrides) -> Transformer:

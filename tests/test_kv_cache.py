@@ -144,39 +144,3 @@ def test_a_forward_hook_sees_every_cached_pass():
     seen.clear()
     run()
     assert seen == []
-
-
-@pytest.mark.parametrize("pad", [None, [0, 3]])
-def test_the_lean_path_gives_the_module_path_bits(pad):
-    """``Transformer.lean_ok``: without hooks a pass skips the per-module calls. On the
-    shipped model, a plain pass, a prefill, a decode step and a 9-position verification
-    pass, padded or not, give the logits and hidden states of the module path bit for bit;
-    any hook, even a global one, switches back to the module path."""
-    from shakespeare_lm.weights import load_pretrained
-
-    model, _ = load_pretrained()
-    idx = torch.randint(0, model.config.vocab_size, (2, 30),
-                        generator=torch.Generator().manual_seed(3))
-
-    def passes():
-        out = [model(idx, return_hidden=True)]
-        with model.cache(2, 30, None if pad is None else torch.tensor(pad)):
-            for a, b in ((0, 20), (20, 21), (21, 30)):
-                out.append(model(idx[:, a:b], torch.arange(a, b), return_hidden=True))
-        return out
-
-    assert model.lean_ok()
-    lean = passes()
-    hook = model.ln_f.register_forward_pre_hook(lambda m, i: None)
-    assert not model.lean_ok()
-    hooked = passes()
-    hook.remove()
-    handle = torch.nn.modules.module.register_module_forward_hook(lambda m, i, o: None)
-    assert not model.lean_ok()
-    handle.remove()
-    assert model.lean_ok()
-    model.train()
-    assert not model.lean_ok()
-    model.eval()
-    for (l1, h1), (l2, h2) in zip(lean, hooked):
-        assert torch.equal(l1, l2) and torch.equal(h1, h2)
