@@ -2,10 +2,11 @@
 that the background chapter runs free.
 
 In one ``make test`` session (tests/ and notebooks/ together), nbval compares the chapters
-one after another on one thread once the tests of tests/ are done. The two background
-re-executions (``test_portable_outputs``, ``test_shown_cells``) end well before that, and one
-core would sit idle. So ``tests/conftest.py`` starts ``LateNbval``: a thread that waits for
-both background runs to end, then takes the chapters from the last one backwards and runs
+one after another on one thread once the tests of tests/ are done. The background
+re-executions (``test_shown_cells``, and ``test_portable_outputs`` where the session collects
+it: ``make test`` leaves it to ``make test-portable``) end well before that, and one core would
+sit idle. So ``tests/conftest.py`` starts ``LateNbval``: a thread that waits for the
+background runs to end, then takes the chapters from the last one backwards and runs
 ``pytest --nbval`` on each, with the session's own nbval options, under the same pinned
 numerics. The session takes them from the first one forwards. Each side claims a chapter
 before it starts it (a file created exclusively in a shared folder), so every chapter is
