@@ -24,11 +24,12 @@ NBVAL  := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-time
 # get their machine's native kernels. See CONTRIBUTING.md, "Outputs that reproduce".
 PINNED := set -a && . ./numerics.env && set +a &&
 
-.PHONY: help python-check venv test test-gpu book lab execute bench corpus clean
+.PHONY: help python-check venv test test-portable test-gpu book lab execute bench corpus clean
 
 help:
 	@echo "make book      build the static site into _build/html (offline); sets up $(VENV) first"
 	@echo "make test      every test: ruff, unit tests, nbval over notebooks/, the built site in Chromium"
+	@echo "make test-portable  every page once more under native numerics (CI runs it after make test)"
 	@echo "make venv      only set up the environment ($(VENV)): torch, this package, its extras"
 	@echo "make lab       open the notebooks in JupyterLab"
 	@echo "make execute   re-execute every notebook in place (outputs, no widget state); NB=notebooks/03_*.ipynb for one"
@@ -84,7 +85,13 @@ book: $(STAMP) book/_vendor/.stamp
 # compares their timings.
 test: book
 	$(BIN)/ruff check .
-	$(PINNED) SLM_TIMING_THREADS=1 $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu" -p no:cacheprovider
+	$(PINNED) SLM_TIMING_THREADS=1 $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu and not portable" -p no:cacheprovider
+
+# The stored outputs hold under native numerics too: every page re-executed once more without
+# numerics.env, each number within one unit of its last shown digit (tests/site/
+# test_portable_outputs.py). A third execution of every page, so not part of make test; CI runs it.
+test-portable: book
+	$(PINNED) $(BIN)/python -m pytest tests/site/test_portable_outputs.py -m portable -p no:cacheprovider
 
 # The CUDA tests need a CUDA build of torch, which the book's environment does not have. On a GPU
 # machine, make test-gpu makes .venv-gpu with torch==2.13.0 from the default package index (for
