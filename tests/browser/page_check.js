@@ -38,10 +38,12 @@
     return [...groups.values()].map((t) => t.replace(/\s+/g, " ").trim())
       .filter((t) => t.replace(/⟨(math|code)⟩/g, "").trim());
   }
-  const prose = blocks((el) => !el.closest(".cell, .slm-live") && !el.closest("svg")
-                               && readable(el));
+  // a figure's caption is prose, though myst-nb puts a code cell's inside the cell
+  const caption = (el) => !!el.closest("figcaption");
+  const prose = blocks((el) => (!el.closest(".cell, .slm-live") || caption(el))
+                               && !el.closest("svg") && readable(el));
   const richOutput = blocks((el) => !!el.closest(".cell_output, .slm-live")
-                                    && readable(el));
+                                    && !caption(el) && readable(el));
   const pasted = [...root.querySelectorAll(".pasted-text, .inline-value")]  // values
     .filter((el) => !el.closest(".cell")).map((el) => el.textContent);
   // code the prose shows: inline code and literal blocks outside the notebook cells
@@ -65,16 +67,18 @@
     return [abs(w) || pt(w) || (box && box.width) || 0,
             abs(h) || pt(h) || (box && box.height) || 0];
   }
+  function measure(img) {  // an image's natural size (a HiDPI one's intended width)
+    const width = img.getAttribute("width") || "";
+    const natural = /^\d+(\.\d+)?(px)?$/.test(width) ? parseFloat(width)
+      : img.naturalWidth;
+    return [natural, img.naturalHeight * natural / img.naturalWidth];
+  }
+  const fileOf = (img) => (img.getAttribute("src") || "").split("/").pop().slice(0, 60);
   const images = [];
   for (const img of root.querySelectorAll("img")) {
     if (!shown(img) || !img.complete || !img.naturalWidth) continue;
-    const width = img.getAttribute("width") || "";  // a HiDPI image's intended width
-    const natural = /^\d+(\.\d+)?(px)?$/.test(width) ? parseFloat(width)
-      : img.naturalWidth;
-    const file = (img.getAttribute("src") || "").split("/").pop().slice(0, 60);
-    images.push({ name: "img " + file,
-                  natural,
-                  natural_height: img.naturalHeight * natural / img.naturalWidth,
+    const [natural, naturalHeight] = measure(img);
+    images.push({ name: "img " + fileOf(img), natural, natural_height: naturalHeight,
                   shown: img.getBoundingClientRect().width });
   }
   for (const svg of root.querySelectorAll("svg")) {
@@ -83,6 +87,43 @@
     images.push({ name: "svg in " + describe(svg.closest("[id]") || svg.parentElement),
                   natural, natural_height: naturalHeight,
                   shown: svg.getBoundingClientRect().width });
+  }
+
+  // figures: an image, a kernel-free Vega chart (its box, drawn or not), an inline SVG or
+  // a canvas; not the live explorers and widgets, which are controls with their own title
+  const CONTROLS = ".slm-live, .jupyter-widgets, .widget-subarea, button, .copybtn";
+  const VEGA = ".slm-vega-figure";
+  function after(el) {  // the text of the element right after the box the figure ends
+    let block = el;
+    while (!block.nextElementSibling && block.parentElement
+           && block.parentElement !== root) block = block.parentElement;
+    const next = block.nextElementSibling;
+    return next && next.matches("p, .caption") ? next.textContent : null;
+  }
+  function heading(el) {  // where to find it: the title of the section it is in
+    const h = el.closest("section")?.querySelector(":scope > :is(h1, h2, h3, h4)");
+    const title = h && h.textContent.replace(/[#¶]\s*$/, "").trim().slice(0, 50);
+    return title ? ` in «${title}»` : "";
+  }
+  function drawing(el) {  // natural width and height, in CSS px
+    if (el.tagName === "IMG") return measure(el);
+    if (el.tagName === "svg") return svgNatural(el);
+    const r = el.getBoundingClientRect();
+    return el.tagName === "CANVAS" ? [el.width, el.height] : [r.width, r.height];
+  }
+  const figures = [];
+  for (const el of root.querySelectorAll(`img, svg, canvas, ${VEGA}`)) {
+    if (el.closest(CONTROLS) || !readable(el)) continue;
+    if (!el.matches(VEGA) && el.parentElement.closest(`${VEGA}, svg`)) continue;
+    if (el.tagName === "IMG" && !el.naturalWidth) continue;
+    const [natural, naturalHeight] = drawing(el);
+    const name = el.matches(VEGA) ? "Vega chart"
+      : el.tagName === "IMG" ? "img " + fileOf(el) : el.tagName.toLowerCase();
+    const caption = el.closest("figure")?.querySelector("figcaption");
+    figures.push({ name: name + heading(el), natural,
+                   natural_height: naturalHeight,
+                   shown: shown(el) ? el.getBoundingClientRect().width : null,
+                   caption: caption ? caption.textContent : null, after: after(el) });
   }
 
   function clipped(el, top) {  // inside a box below top that scrolls or clips
@@ -114,6 +155,6 @@
       culprits: page.scrollWidth > page.clientWidth + 1 ? culprits(document.body)
         : [] },
   ];
-  return { prose, rich_output: richOutput, pasted, code, literal, images, columns,
-           height: page.scrollHeight };
+  return { prose, rich_output: richOutput, pasted, code, literal, images, figures,
+           columns, height: page.scrollHeight };
 }

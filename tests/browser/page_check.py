@@ -1,5 +1,5 @@
 """The page check: what a reader sees on each page of the built site, in headless
-Chromium at 1280 px, after MathJax has typeset it. Seven checks, each a count of
+Chromium at 1280 px, after MathJax has typeset it. Eight checks, each a count of
 offenders:
 
 - ``raw_tex``: TeX left as text (``$x$``, ``\\frac``, ``^{``), or a MyST role that did
@@ -7,13 +7,21 @@ offenders:
   widgets), outside rendered maths and code.
 - ``python_repr``: a Python repr in prose (``np.float64(0.58)``, ``tensor([``,
   ``<function``, ``Config(x=``, a glued or ``{eval}`` string shown with its quotes).
-  Prose is paragraphs, lists, tables, admonitions and captions; code cells and their
-  outputs, where reprs are legitimate, are not prose.
+  Prose is paragraphs, lists, tables, admonitions and captions (a figure's caption in a
+  code cell's output too); code cells and their outputs, where reprs are legitimate, are
+  not prose.
 - ``check_code``: a visible code-cell input line that is part of an ``assert`` statement
   or a ``glue(...)`` call, or carries ``NBVAL``.
 - ``long_code_line``: a visible code-cell input line over 88 characters.
 - ``small_image``: an image or inline SVG shown under 70% of its natural width, so that
   its labels shrink with it (icons are ignored).
+- ``uncaptioned_figure``: a figure with no caption that says what it shows: an image, a
+  kernel-free Vega chart or an inline SVG or canvas (not an icon, as for ``small_image``)
+  that is neither in a ``<figure>`` with a ``<figcaption>`` of at least
+  MIN_CAPTION_WORDS words (what the book's figures have: a ``{figure}`` directive, or a
+  code cell's ``mystnb.figure.caption`` metadata, numbered "Fig. N" by Sphinx) nor
+  followed at once by a paragraph that starts "Fig. N" or "Figure N". The live explorers
+  and ipywidgets are controls, not figures: each carries its own title and live caption.
 - ``column_overflow``: the page column (``article``), or the page, is wider than its
   box; a wide table or code block that scrolls inside its own container is fine.
 - ``leak``: talk of how the pages are made, in prose or in a visible code line: hidden
@@ -56,11 +64,12 @@ MAX_LINE = 88
 MIN_SCALE = 0.70
 ICON_MAX = (120, 40)  # an image narrower or lower than this (natural px) is an icon,
 ICON_SHOWN = 48       # and so is one shown narrower than this
+MIN_CAPTION_WORDS = 8  # "Fig. 3" alone, or "The loss.", does not say what to see
 # a page's size at 1280 px: a chapter's main page is read in half an hour; the evidence goes
 # on the pages under it (_toc.yml's sections), each still a page a reader scrolls through
 MAIN_WORDS, MAIN_HEIGHT, PAGE_HEIGHT = 5_000, 15_000, 20_000
 CHECKS = ("raw_tex", "python_repr", "check_code", "long_code_line", "small_image",
-          "column_overflow", "leak")
+          "uncaptioned_figure", "column_overflow", "leak")
 
 TEX = re.compile("|".join([
     r"\$\$",                      # display-maths delimiters left as text
@@ -103,6 +112,7 @@ LEAK = re.compile("|".join([
     r"\?\s+(?:no|yes):",                                       # "faster? no:"
     r"(?<![\w.,])(\d[\d,.]*) and \1 (?!times)\w",               # "1 and 1 characters"
 ]), re.I)
+FIG_NUMBER = re.compile(r"^\s*(?:Fig\.|Figure)\s*\d+[.:]?(?:\s|$)")  # "Fig. 3 " opens
 MARKER = re.compile("⟨(?:math|code)⟩")  # where page_check.js left out maths or code
 QUOTED = re.compile(r"""^\s*(['"]).*\1\s*$""", re.S)  # a glued str shown as its repr
 NBVAL = re.compile(r"NBVAL")
@@ -209,17 +219,48 @@ def long_code_lines(cells: list[str], limit: int = MAX_LINE) -> list[str]:
             if len(line) > limit]
 
 
+def is_icon(im: dict) -> bool:
+    """Small by nature, or drawn at icon size (a glyph: 512 -> 13 px); ``shown`` is None
+    for an image in a closed dropdown, which only its natural size can judge."""
+    small = im["natural"] < ICON_MAX[0] or im["natural_height"] < ICON_MAX[1]
+    return small or (im["shown"] is not None and im["shown"] < ICON_SHOWN)
+
+
 def small_images(images: list[dict], min_scale: float = MIN_SCALE) -> list[str]:
     """Images shown under min_scale of their natural width (both in CSS px)."""
     out = []
     for im in images:
         natural, shown = im["natural"], im["shown"]
-        icon = natural < ICON_MAX[0] or im["natural_height"] < ICON_MAX[1]
-        if icon or shown < ICON_SHOWN:  # or drawn at icon size (a glyph: 512 -> 13 px)
+        if is_icon(im):
             continue
         if shown < min_scale * natural:
             out.append(f"{im['name']}: shown {shown:.0f} px of {natural:.0f} px "
                        f"natural ({shown / natural:.1%})")
+    return out
+
+
+def caption_words(figure: dict) -> int:
+    """The words of a figure's caption, its number left out: its ``<figcaption>``'s, or
+    else those of the paragraph right after it if that starts "Fig. N" (0: no caption)."""
+    after = figure["after"] or ""
+    text = figure["caption"] or (after if FIG_NUMBER.match(after) else "")
+    text = FIG_NUMBER.sub(" ", text).replace("#", " ")  # the number and headerlink
+    return len(text.split())
+
+
+def uncaptioned_figures(figures: list[dict],
+                        min_words: int = MIN_CAPTION_WORDS) -> list[str]:
+    """Figures (not icons) whose caption is missing or under min_words words long."""
+    out = []
+    for fig in figures:
+        if is_icon(fig):
+            continue
+        n = caption_words(fig)
+        if n < min_words:
+            what = "no caption" if n == 0 else f"a caption of {n} word(s)"
+            out.append(f"{fig['name']}: {what}, where at least {min_words} words say "
+                       "what to see ({figure} directive, or the code cell's metadata "
+                       "mystnb.figure.caption)")
     return out
 
 
@@ -266,6 +307,7 @@ def judge(data: dict) -> dict[str, list[str]]:
             "check_code": check_code_lines(data["code"]),
             "long_code_line": long_code_lines(data["code"]),
             "small_image": small_images(data["images"]),
+            "uncaptioned_figure": uncaptioned_figures(data["figures"]),
             "column_overflow": column_overflow(data["columns"]),
             "leak": leaks(data["prose"], data["code"], data["literal"])}
 

@@ -1,5 +1,5 @@
 """The page check (tests/browser/page_check.py): every page of the built site reads cleanly at
-1280 px, and each of the six checks finds the defect it is for.
+1280 px, and each of the checks finds the defect it is for.
 
 Three layers make sure no check passes by accident: the rules on plain data; the whole
 check in Chromium on small synthetic pages (one with each defect, one with look-alikes
@@ -110,6 +110,38 @@ def test_small_images_flags_shrunk_figures_only():
                      "img a.png: shown 700 px of 1000 px natural (70.0%)"]
 
 
+def figure(caption=None, after=None, natural=680, shown=680.0, height=320):
+    return {"name": "img a.png in «Beams»", "natural": natural, "natural_height": height,
+            "shown": shown, "caption": caption, "after": after}
+
+
+def test_uncaptioned_figures_flags_figures_without_a_caption_that_says_what_to_see():
+    found = pc.uncaptioned_figures([
+        figure(),                                             # nothing near it
+        figure(after="The mean log-probability per character is -0.3 nats."),  # prose
+        figure(caption="\nFig. 3 \nThe loss.#\n"),           # says what it is, no more
+        figure(after="Fig. 4"),                               # a number alone
+        figure(shown=None),                                   # in a closed dropdown
+    ])
+    assert found == [
+        f"img a.png in «Beams»: {what}, where at least 8 words say what to see "
+        "({figure} directive, or the code cell's metadata mystnb.figure.caption)"
+        for what in ["no caption", "no caption", "a caption of 2 word(s)", "no caption",
+                     "no caption"]]
+
+
+def test_uncaptioned_figures_passes_captions_and_icons():
+    see = "Each bar is one character: see how the kept ones hold most of it."
+    assert pc.uncaptioned_figures([
+        figure(caption=f"\nFig. 12 {see}#\n"),                # Sphinx's figcaption
+        figure(after=f"Fig. 2: {see}"), figure(after=f"Figure 2 {see}"),
+        figure(caption=see, after="Prose."),                  # the figcaption wins
+        figure(natural=24, shown=24, height=24),              # an icon
+        figure(natural=512, shown=13, height=512),            # a glyph at icon size
+        figure(natural=20, shown=None, height=20),            # an icon in a dropdown
+    ]) == []
+
+
 def test_column_overflow_names_culprits_and_judges_the_page_after_the_article():
     wide = {"name": "article", "scroll": 2032, "client": 752,
             "culprits": ["<div> WIDE"]}
@@ -143,11 +175,20 @@ def output(html: str) -> str:
     return f'<div class="cell"><div class="cell_output">{html}</div></div>'
 
 
+def captioned(html: str, number: int = 1) -> str:
+    """A figure as Sphinx numbers it (a {figure} directive, or a code cell's
+    mystnb.figure.caption): in a <figure>, its caption under it."""
+    return (f'<figure>{html}<figcaption><p><span class="caption-number">Fig. {number} '
+            '</span><span class="caption-text">A teal box, the width of the column: see '
+            'how it fills it.</span><a class="headerlink" href="#">#</a></p></figcaption>'
+            "</figure>")
+
+
 LONG = "x = " + "1 + " * 30 + "1"  # 126 characters
 DEFECTS = {
     "raw_tex": "<p>The chance is $\\min(1, p/q)$.</p>"
-               + output('<svg width="400" height="40"><text y="9">$\\tau$</text>'
-                        "</svg>"),
+               + output(captioned('<svg width="400" height="40"><text y="9">$\\tau$'
+                                  "</text></svg>")),
     "python_repr": "<ul><li>CAT falls to np.float64(0.58)</li></ul>"
                    "<table><tr><td>tensor([1])</td></tr></table>"
                    '<figcaption>rule <span class="inline-value">"top_p"</span>'
@@ -155,12 +196,21 @@ DEFECTS = {
                    "<details><summary>Solution</summary><p>dict_keys(</p></details>",
     "check_code": code_cell("x = 1\nassert x == 1\nglue('ch1_x', x)"),
     "long_code_line": code_cell(LONG),
-    "small_image": f'<img src="{svg_uri(1000, 400)}" style="width: 600px">'
-                   '<svg viewBox="0 0 900 300" style="width: 500px"></svg>',
+    "small_image": captioned(f'<img src="{svg_uri(1000, 400)}" style="width: 600px">')
+                   + captioned('<svg viewBox="0 0 900 300" style="width: 500px"></svg>'),
+    "uncaptioned_figure": output(f'<img src="{svg_uri(700, 300)}">')
+                          + "<p>The box is teal.</p>"  # prose, not a caption
+                          + output('<div class="slm-vega-figure" style="height: 300px">'
+                                   '<div class="slm-vega-view"></div></div>')
+                          + '<figure><svg width="600" height="300"></svg>'
+                            "<figcaption>Fig. 3 The box.</figcaption></figure>",
     "column_overflow": '<div style="width: 1500px">a figure wider than the column</div>'
                        f'<div style="white-space: nowrap">{LONG * 3}</div>',  # spills
     "leak": "<p>A hidden check confirms it.</p>"
-            + code_cell("y = 2  # see tests/site/test_x.py"),
+            + code_cell("y = 2  # see tests/site/test_x.py")
+            + output(f'<figure><img src="{svg_uri(700, 300)}"><figcaption>Fig. 4 A teal '
+                     "box; the tests check that it fills the column.</figcaption>"
+                     "</figure>"),  # a code cell's caption is prose
 }
 LOOK_ALIKES = {
     "raw_tex": "<p>The chance is <mjx-container>\\min(1, p/q)</mjx-container>, see "
@@ -173,10 +223,22 @@ LOOK_ALIKES = {
                   + output("<pre>assert</pre>"),
     "long_code_line": code_cell(LONG, hidden=True) + code_cell("x" * 88)
                       + output(f"<pre>{LONG}</pre>"),
-    "small_image": f'<img src="{svg_uri(900, 360)}" style="width: 100%">'
-                   f'<img src="{svg_uri(1000, 400)}" width="500">'  # HiDPI, at 1x
-                   f'<img src="{svg_uri(24, 24)}" style="width: 12px">'
+    "small_image": captioned(f'<img src="{svg_uri(900, 360)}" style="width: 100%">')
+                   + captioned(f'<img src="{svg_uri(1000, 400)}" width="500">')  # HiDPI
+                   + f'<img src="{svg_uri(24, 24)}" style="width: 12px">'
                    '<svg viewBox="0 0 512 512" style="width: 13px"></svg>',  # a glyph
+    "uncaptioned_figure": output(captioned(  # a Vega chart drawn, its SVG inside
+                              '<div class="slm-vega-figure"><div class="slm-vega-view">'
+                              '<svg width="600" height="300"></svg></div></div>'))
+                          + output(f'<img src="{svg_uri(700, 300)}">')
+                          + "<p>Fig. 2 The same box again: see that it is teal too.</p>"
+                          + output('<div class="slm-live"><svg width="600" height="300">'
+                                   "</svg></div>")  # a live explorer: controls
+                          + output('<div class="jupyter-widgets">'
+                                   f'<img src="{svg_uri(700, 300)}"></div>')  # a widget
+                          + code_cell("x = 1")  # its copy button's icon
+                          .replace("<pre>", '<button class="copybtn"><svg width="20" '
+                                   'height="20"></svg></button><pre>'),
     "column_overflow": '<div style="overflow-x: auto"><table style="width: 1500px"><tr>'
                        "<td>wide</td></tr></table></div>"
                        f'<pre style="overflow-x: auto">{LONG * 3}</pre>',
@@ -184,7 +246,7 @@ LOOK_ALIKES = {
             + code_cell("tests = 3"),
 }
 PLANTED = {"raw_tex": 2, "python_repr": 4, "check_code": 2, "long_code_line": 1,
-           "small_image": 2, "column_overflow": 2, "leak": 2}
+           "small_image": 2, "uncaptioned_figure": 3, "column_overflow": 2, "leak": 3}
 
 
 def synthetic(browser, body: str) -> pc.PageReport:  # noqa: F811
@@ -260,7 +322,7 @@ def test_without_mathjax_formulas_fail_raw_tex(browser, site_url):  # noqa: F811
 # --- the site -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def reports(browser, site_url):  # noqa: F811
-    """Each page inspected once, for all six of its tests."""
+    """Each page inspected once, for all of its tests."""
     cache: dict[str, pc.PageReport] = {}
 
     def report(path: str) -> pc.PageReport:
