@@ -63,12 +63,14 @@ $(ONNX)/.stamp: $(STAMP) data/shakespeare.safetensors data/draft.safetensors sha
 	$(BIN)/python -m shakespeare_lm.interop.export --out $(ONNX)
 	touch $@
 
-# (the live explorers' charts, live/charts.js, are made from the package's figure code, and the
-# race's n-gram draft, live/ngram.js, from the training text as the package counts it)
+# (the live explorers' charts, live/charts.js, are made from the package's figure code, the
+# rules' lists, live/rules.js, from their registry and DecodingConfig, and the race's n-gram
+# draft, live/ngram.js, from the training text as the package counts it)
 book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP) $(ONNX)/.stamp shakespeare_lm/site/book.py \
                      $(wildcard shakespeare_lm/site/static/*.js) shakespeare_lm/site/live.py \
                      shakespeare_lm/speculative/drafts.py data/shakespeare_train.txt \
-                     shakespeare_lm/site/explorer.py \
+                     shakespeare_lm/site/explorer.py shakespeare_lm/site/browser_rules.py \
+                     shakespeare_lm/decoding/registry.py shakespeare_lm/decoding/sampler.py \
                      shakespeare_lm/site/figures.py shakespeare_lm/site/style.py
 	$(BIN)/python -m shakespeare_lm.site.book vendor
 	touch $@

@@ -6,18 +6,23 @@ on a Markdown page, the same HTML a notebook cell shows with ``live.explorer(KIN
     ```
 
 Every page that has a live explorer (from the directive or from a notebook's output) gets
-the scripts that run it, in this order: ``slm_vega.js`` (Vega, and the site's one script
-loader), ``slm_runtime.js`` (the model), ``slm_explorers.js`` (which mounts the
-explorers) and the explorers that have a file of their own (``slm_beam.js``,
-``slm_builder.js``, ``slm_race.js``), which register with it. Each of them runs once however
-often it is added.
+the scripts that run it, in this order: ``live/rules.js`` (the registry of the decoding rules,
+``window.SlmRules``, which ``make book`` writes: ``shakespeare_lm.site.browser_rules``),
+the browser's algorithms, DOM-free modules of ``shakespeare_lm/site/static`` that ``make book``
+copies beside it (``live/decoding.js``, the rules, the sampler and the token loop;
+``live/beam.js`` and ``live/speculative.js``, which need it), ``slm_vega.js`` (Vega, and the
+site's one script loader), ``slm_runtime.js`` (the model),
+``slm_explorers.js`` (which mounts the explorers) and the explorers that have a file of their
+own (``slm_beam.js``, ``slm_builder.js``, ``slm_race.js``), which register with it. Each of
+them runs once however often it is added.
 """
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
 
 MARK = 'class="slm-live"'
-SCRIPTS = ("slm_vega.js", "slm_runtime.js", "slm_explorers.js", "slm_beam.js", "slm_builder.js",
+SCRIPTS = ("live/rules.js", "live/decoding.js", "live/beam.js", "live/speculative.js",
+           "slm_vega.js", "slm_runtime.js", "slm_explorers.js", "slm_beam.js", "slm_builder.js",
            "slm_race.js")
 
 

@@ -2,20 +2,21 @@
    beam search on the reader's own context, on the real model in the page (slm_runtime.js),
    drawn as a tree that grows one step at a time.
 
-     the search     shakespeare_lm.decoding.beam's beam_core, ported as it is: every extension
-                    of every live beam and the finished ones are ranked together by summed
-                    log-probability over the GNMT length penalty ((5 + |y|) / 6)^lambda, ties to
-                    the lower candidate index (beam row * V + character id, then the finished);
-                    a beam that ends with the stop keeps its slot with its final score; the
-                    search ends when every slot is finished or after `horizon` characters. Its
-                    final beams are Python's slm.beam_search(model, tok, context, horizon,
-                    width, lambda, stop=...) (each beam on its own KV cache here, one batch in
-                    Python: the same numbers up to float rounding)
-     greedy         the most probable character at each step (generate at temperature 0)
+     the search     beam.js (SlmBeam.Beam), shakespeare_lm.decoding.beam's beam_core in
+                    JavaScript, tested against it in node: every extension of every live beam
+                    and the finished ones are ranked together by summed log-probability over
+                    the GNMT length penalty ((5 + |y|) / 6)^lambda, ties to the lower
+                    candidate; a beam that ends with the stop keeps its slot with its final
+                    score; the search ends when every slot is finished or after `horizon`
+                    characters. Its final beams are Python's slm.beam_search(model, tok,
+                    context, horizon, width, lambda, stop=...) (here each beam on a KV cache
+                    of its own: the same numbers up to float rounding)
+     greedy         the most probable character at each step: decoding.js's Generation at
+                    temperature 0, as generate
      exact best     for horizons up to EXACT_MAX and no stop, the most probable continuation of
-                    exactly `horizon` characters (beam.exact_search), by branch and bound:
-                    log-probabilities are <= 0, so a prefix below the best complete line found
-                    so far (first: the beam's or greedy's) is pruned with its continuations
+                    exactly `horizon` characters (beam.js's exactCore, beam.exact_core): by
+                    branch and bound, log-probabilities being <= 0, a prefix below the best
+                    complete line known (the beam's or greedy's) is pruned with its continuations
      the tree       one column per step; in each, the beam's slots best first, the two best
                     candidates that missed the cut, and greedy's and the exact best's nodes
                     where they are off the beam; each node shows its character and the
@@ -36,10 +37,9 @@
   var FONT = "Helvetica Neue, Helvetica, Arial, sans-serif", MONO = "SFMono-Regular, Menlo, Consolas, monospace";
   var NS = "http://www.w3.org/2000/svg";
   var EXACT_MAX = 6;       // the longest horizon with an exact search
-  var EXACT_RUNS = 4000;   // the most prefixes the exact search may run the model on
+  var EXACT_FRONTIER = 2000;  // the most prefixes the exact search may keep at one depth
   var RUNNERS_UP = 2;      // candidates shown per step that missed the cut
   var STEP_MS = 450;       // Play's pause between steps
-  var TOL = 1e-4;          // exact_core's tolerance on the bound
   var STOPS = [["", "none"], ["\n", "a line break (\u21b5)"], ["\n\n", "a blank line (\u21b5\u21b5)"]];
   // the tree's geometry (px): the root's column, a step's column, a node, a row
   var G = { rootW: 112, colW: 60, nodeW: 50, nodeH: 34, rowH: 46, top: 30, left: 6 };
@@ -48,7 +48,6 @@
   function inline(text) { return Array.from(text).map(function (ch) { return ch === "\n" ? "\u21b5" : ch; }).join(""); }
   function signed(x, digits) { return (x < 0 ? "\u2212" : "") + Math.abs(x).toFixed(digits); }
   function sum(xs) { return xs.reduce(function (a, b) { return a + b; }, 0); }
-  function penalty(length, lambda) { return Math.pow((5 + length) / 6, lambda); }  // beam.length_penalty
   function svg(tag, attrs, parent, text) {
     var e = document.createElementNS(NS, tag);
     for (var k in attrs) e.setAttribute(k, attrs[k]);
@@ -59,7 +58,7 @@
   function wait(ms) { return new Promise(function (r) { setTimeout(r, ms); }); }
 
   function beamExplorer(ui, m) {
-    var D = window.slm.decoding, V = m.config.vocab_size, block = m.config.block_size;
+    var D = window.slm.decoding, B = window.slm.beam, V = m.config.vocab_size, block = m.config.block_size;
     var S = null, playing = false, serial = 0, inFlight = false;
     ui.root.style.maxWidth = "720px";
 
@@ -126,17 +125,19 @@
     legend();
 
     // --- the search state ----------------------------------------------------------------
-    /* A new search from the controls: the context encoded and cut, nothing run yet. */
+    /* A new search from the controls: the context encoded and cut, nothing run yet; the beam
+       (beam.js), greedy's line (decoding.js's Generation) and the model they both ask. */
     function fresh() {
       var n = +horizon.value, text = ui.context.value;
       var ids = D.encode(m.chars, text);  // an unknown character: its message
       if (!ids.length) throw new Error("the context is empty: type at least one character");
-      var keep = Math.min(ids.length, block - n);
-      var stops = stop.value ? [stop.value] : [];
-      return { id: ++serial, ids: ids.slice(ids.length - keep), cut: ids.length - keep, w: +width.value, lam: +lambda.value,
-               n: n, stops: stops, t: 0, done: false, nodes: { "": { key: "", ids: [], ell: 0, parent: null } },
-               live: [{ key: "", ids: [], lps: [], raw: 0, stream: null, logits: null }], finished: [], cols: [],
-               greedy: { ids: [], lps: [], done: false, stream: null, logits: null }, exact: null, runs: 0 };
+      var keep = Math.min(ids.length, block - n), prompt = ids.slice(ids.length - keep);
+      var stops = stop.value ? [stop.value] : [], w = +width.value, lam = +lambda.value;
+      return { id: ++serial, ids: prompt, cut: ids.length - keep, w: w, lam: lam, n: n, stops: stops, t: 0,
+               done: false, nodes: { "": { key: "", ids: [], ell: 0, parent: null } }, cols: [], exact: null,
+               model: window.slm.modelFunction(m),
+               beam: new B.Beam(prompt, V, n, w, lam, { settings: { stop: stops }, chars: m.chars, runnersUp: RUNNERS_UP }),
+               greedy: new D.Generation(m.chars, block, window.slm.decode(m, prompt), n, { temperature: 0, stop: stops }) };
     }
     function keyOf(ids) { return ids.join(","); }
     function node(s, ids, lps, ended) {
@@ -147,140 +148,50 @@
       }
       return s.nodes[key];
     }
-    function endsWithStop(s, ids) {
-      if (!s.stops.length) return false;
-      var text = ids.map(function (i) { return m.chars[i]; }).join("");  // the continuation only, as _stop_test
-      return s.stops.some(function (x) { return text.endsWith(x); });
+    /* The model as search `s` asks it, refused once another search has replaced it. */
+    function modelOf(s) {
+      return function (contexts) {
+        if (S !== s || s.id !== serial) return Promise.reject(new Error("stale"));
+        return s.model(contexts);
+      };
     }
-    function fork(stream) {  // a second handle on the same cache (its tensors are never written)
-      var f = new window.slm.Stream(m);
-      f.ids = stream.ids.slice(); f.k = stream.k; f.v = stream.v;
-      return f;
-    }
-    /* The logits after the prompt + `h.ids` (h: a live beam or greedy), run on a cache
-       forked from its parent's: one forward pass of one character. */
-    function ensureLogits(s, h) {
-      if (h.logits) return Promise.resolve(h.logits);
-      var stream, feed;
-      var first = !h.ids.length;
-      if (first) { stream = s.root = new window.slm.Stream(m); feed = s.ids; }
-      else { stream = fork(h.parentStream); feed = h.ids.slice(-1); }
-      s.runs++;
-      return stream.feed(feed).then(function (rows) {
-        h.stream = stream; h.parentStream = null;
-        h.logits = rows[rows.length - 1];
-        if (first) s.rootLogits = h.logits;
-        return h.logits;
-      });
-    }
-    function each(items, fn) {  // one after another: one session, one run at a time
-      return items.reduce(function (p, x) { return p.then(function () { return fn(x); }); }, Promise.resolve());
-    }
-
-    /* One step of beam_core: rank every extension of every live beam with the finished ones
-       and keep the w best (_Beam.advance, _best and _select); greedy takes one step too. */
+    /* One step of the beam (its column: the candidates down to the runners-up, as nodes of
+       the tree), and one of greedy's line. */
     function step(s) {
-      var g = s.greedy;
-      return each(s.live, function (h) { return ensureLogits(s, h); }).then(function () {
-        var shared = {};
-        s.live.forEach(function (h) { shared[h.key] = h; });
-        if (!g.done && !g.logits && shared[keyOf(g.ids)]) {
-          var same = shared[keyOf(g.ids)];
-          g.logits = same.logits; g.stream = same.stream; g.parentStream = null;
-        }
-        return g.done ? null : ensureLogits(s, g);
+      var model = modelOf(s);
+      return s.beam.step(model).then(function (column) {
+        s.cols.push(column.map(function (e) {
+          if (!e.carried) node(s, e.ids, e.logprobs, e.reason);
+          return { key: keyOf(e.ids), kept: e.kept, carried: e.carried };
+        }));
+        return D.run(s.greedy, model, 1);
       }).then(function () {
-        var t = s.t + 1, lp = penalty(t, s.lam), n = s.live.length;
-        var logp = s.live.map(function (h) { return D.logSoftmax(h.logits); });
-        var values = [];
-        s.live.forEach(function (h, i) { for (var v = 0; v < V; v++) values.push((h.raw + logp[i][v]) / lp); });
-        s.finished.forEach(function (f) { values.push(f.score); });
-        var order = values.map(function (_, i) { return i; });
-        order.sort(function (a, b) { return values[b] - values[a] || a - b; });  // stable, descending
-        var nLive = n * V, entries = [], kept = [], finished = [];
-        order.slice(0, s.w + RUNNERS_UP).forEach(function (i, rank) {
-          if (!isFinite(values[i])) return;
-          var inBeam = rank < s.w;
-          if (i >= nLive) {                                   // a finished beam: it keeps its slot
-            var f = s.finished[i - nLive];
-            entries.push({ key: f.key, kept: inBeam, carried: true });
-            if (inBeam) finished.push(f);
-            return;
-          }
-          var parent = s.live[Math.floor(i / V)], v = i % V;
-          var ids = parent.ids.concat([v]), lps = parent.lps.concat([logp[Math.floor(i / V)][v]]);
-          var ended = endsWithStop(s, ids) ? "stop_sequence" : null;
-          node(s, ids, lps, ended);
-          entries.push({ key: keyOf(ids), kept: inBeam, carried: false });
-          if (!inBeam) return;
-          if (ended) finished.push({ key: keyOf(ids), ids: ids, lps: lps, score: values[i], reason: ended });
-          else kept.push({ key: keyOf(ids), ids: ids, lps: lps, raw: parent.raw + logp[Math.floor(i / V)][v],
-                           parentStream: parent.stream, stream: null, logits: null });
-        });
-        s.finished = finished;
-        s.live = kept;
-        if (!g.done) {                                        // greedy: the first most probable
-          var gl = D.logSoftmax(g.logits), v = D.argmax(gl);
-          g.ids = g.ids.concat([v]); g.lps = g.lps.concat([gl[v]]);
-          g.parentStream = g.stream; g.stream = null; g.logits = null;
-          node(s, g.ids, g.lps, endsWithStop(s, g.ids) ? "stop_sequence" : null);
-          if (endsWithStop(s, g.ids) || g.ids.length >= s.n) g.done = true;
-        }
-        s.t = t;
-        s.cols.push(entries);
-        if (!kept.length || t >= s.n) s.done = true;
+        var g = s.greedy;
+        if (g.ids.length) node(s, g.ids, g.logprobs, g.stopReason === "stop_sequence" ? "stop_sequence" : null);
+        s.t = s.beam.t;
+        s.done = s.beam.done;
         return s;
       });
     }
-    /* _Beam.result: every beam, best first (the finished, then the live, sorted stably). */
+    /* Every beam, best first (beam.js's result), with its node's key. */
     function result(s) {
-      var lp = penalty(s.t, s.lam);
-      var out = s.finished.map(function (f) { return { key: f.key, ids: f.ids, lps: f.lps, score: f.score, reason: f.reason }; })
-        .concat(s.live.map(function (h) {
-          return { key: h.key, ids: h.ids, lps: h.lps, score: h.raw / lp, reason: "max_tokens" };
-        }));
-      return out.map(function (h, i) { return [h, i]; })
-        .sort(function (a, b) { return b[0].score - a[0].score || a[1] - b[1]; })
-        .map(function (x) { return x[0]; });
-    }
-
-    /* exact_core by depth-first branch and bound: the most probable continuation of exactly
-       s.n characters. The bound starts at the best complete line known (the beam's best or
-       greedy's) and rises with every better one found; children are tried most probable
-       first, and a prefix below the bound (less TOL) is pruned with all its continuations. */
-    function exact(s) {
-      var lines = result(s).concat([{ ids: s.greedy.ids, lps: s.greedy.lps }]);
-      var best = lines.map(function (h) { return { ids: h.ids, lps: h.lps, ell: sum(h.lps) }; })
-        .reduce(function (a, b) { return b.ell > a.ell ? b : a; });
-      var runs = 0, id = s.id;
-      function expand(stream, logits, ids, lps, ell) {
-        if (S !== s || s.id !== id) return Promise.reject(new Error("stale"));
-        var logp = D.logSoftmax(logits);
-        if (ids.length === s.n - 1) {                         // the last character: no model run
-          var v = D.argmax(logp);
-          if (ell + logp[v] > best.ell) best = { ids: ids.concat([v]), lps: lps.concat([logp[v]]), ell: ell + logp[v] };
-          return Promise.resolve();
-        }
-        var order = D.order(logp, true), i = 0;
-        function next() {
-          if (i >= order.length) return Promise.resolve();
-          var v = order[i++], total = ell + logp[v];
-          if (total < best.ell - TOL) return Promise.resolve();  // and every later one, sorted
-          if (++runs > EXACT_RUNS) return Promise.reject(new Error("too many"));
-          var child = fork(stream);
-          return child.feed([v]).then(function (rows) {
-            return expand(child, rows[0], ids.concat([v]), lps.concat([logp[v]]), total);
-          }).then(next);
-        }
-        return next();
-      }
-      return expand(s.root, s.rootLogits, [], [], 0).then(function () {
-        for (var i = 1; i <= best.ids.length; i++) node(s, best.ids.slice(0, i), best.lps.slice(0, i));
-        return { ids: best.ids, lps: best.lps, ell: best.ell, prefixes: runs + 1 };
-      }, function (e) {
-        if (e.message === "stale") throw e;
-        return { skipped: "more than " + EXACT_RUNS + " prefixes score above the bound" };
+      return s.beam.result().map(function (h) {
+        return { key: keyOf(h.ids), ids: h.ids, lps: h.logprobs, score: h.score, reason: h.reason };
       });
+    }
+    /* The exact best (beam.js's exactCore), bounded by the best complete line known: the
+       beam's or greedy's. */
+    function exact(s) {
+      var lines = result(s).map(function (h) { return h.lps; }).concat([s.greedy.logprobs]);
+      var bound = Math.max.apply(null, lines.map(sum));
+      return Promise.resolve(B.exactCore(modelOf(s), s.ids, s.n, bound, { maxFrontier: EXACT_FRONTIER }))
+        .then(function (r) {
+          for (var i = 1; i <= r.ids.length; i++) node(s, r.ids.slice(0, i), r.logprobs.slice(0, i));
+          return { ids: r.ids, lps: r.logprobs, ell: sum(r.logprobs), prefixes: r.prefixes };
+        }, function (e) {
+          if (e.name !== "RuntimeError") throw e;
+          return { skipped: "more than " + EXACT_FRONTIER + " prefixes at one depth score above the bound" };
+        });
     }
 
     // --- running it --------------------------------------------------------------------
@@ -322,7 +233,7 @@
       var s = S;
       inFlight = s;
       buttons();
-      U.ok(ui, "step " + (s.t + 1) + " of " + s.n + ": running the model on " + s.live.length + " beam(s)\u2026");
+      U.ok(ui, "step " + (s.t + 1) + " of " + s.n + ": running the model on " + s.beam.live.length + " beam(s)\u2026");
       return step(s).then(function () {
         if (S !== s) return false;
         if (s.done && !s.stops.length && s.n <= EXACT_MAX) {
@@ -376,8 +287,8 @@
       ui.root.setAttribute("data-state", JSON.stringify({
         context: text(s.ids), width: s.w, length_penalty: s.lam, horizon: s.n, stop: s.stops[0] || null,
         steps: s.t, columns: s.cols.length, done: s.done && inFlight !== s, beams: result(s).map(exported),
-        greedy: { text: text(s.greedy.ids), ids: s.greedy.ids, logprob: sum(s.greedy.lps) }, exact: ex,
-        model_runs: s.runs }));
+        greedy: { text: text(s.greedy.ids), ids: s.greedy.ids, logprob: sum(s.greedy.logprobs) }, exact: ex,
+        model_runs: s.model.passes }));
     }
     function report(s) {
       var lines = [], beams = result(s);
@@ -386,7 +297,7 @@
         lines.push((i ? "      " : "beam  ") + (i + 1) + ". \u201c" + inline(text(h.ids)) + "\u201d  \u2113 = " +
                    signed(sum(h.lps), 3) + (s.lam ? ", score " + signed(h.score, 3) : "") + (why[h.reason] || ""));
       });
-      lines.push("greedy   \u201c" + inline(text(s.greedy.ids)) + "\u201d  \u2113 = " + signed(sum(s.greedy.lps), 3));
+      lines.push("greedy   \u201c" + inline(text(s.greedy.ids)) + "\u201d  \u2113 = " + signed(sum(s.greedy.logprobs), 3));
       if (s.exact && !s.exact.skipped) {
         lines.push("exact    \u201c" + inline(text(s.exact.ids)) + "\u201d  \u2113 = " + signed(s.exact.ell, 3) +
                    " (branch and bound ran the model on " + s.exact.prefixes + " prefixes)");
@@ -395,7 +306,7 @@
       else if (s.done) lines.push("exact    searched only for up to " + EXACT_MAX + " new characters");
       ui.output.textContent = lines.join("\n");
       var pass = s.done ? "done after " + s.t + " step" + (s.t > 1 ? "s" : "") : "step " + s.t + " of " + s.n;
-      U.ok(ui, pass + "; the beam and greedy ran the model " + s.runs + " times" + (s.cut ? "; the search sees the context's last " + s.ids.length +
+      U.ok(ui, pass + "; the beam and greedy ran the model " + s.model.passes + " times" + (s.cut ? "; the search sees the context's last " + s.ids.length +
            " characters" : ""));
     }
 
@@ -488,7 +399,7 @@
                       col);
           var tip = "\u201c" + inline(text(nd.ids)) + "\u201d: \u2113 = " + signed(nd.ell, 3) + (nd.lp !== undefined ?
                     ", log p(" + inline(nd.ch) + ") = " + signed(nd.lp, 3) : "") +
-                    (s.lam ? ", score = " + signed(nd.ell / penalty(nd.t, s.lam), 3) : "") + (nd.ended ? "; ended at the stop" : "");
+                    (s.lam ? ", score = " + signed(nd.ell / B.lengthPenalty(nd.t, s.lam), 3) : "") + (nd.ended ? "; ended at the stop" : "");
           svg("title", {}, g, tip);
           if (e.carried) {  // a finished beam holding its slot
             svg("rect", { x: x - 5, y: y - 5, width: 10, height: 10, fill: live ? C.black : C.faded }, g);

@@ -160,21 +160,22 @@
       return { T: T, seed: seed, count: count, cfg: D.config({ temperature: T, seed: seed }) };
     }
 
-    /* A fresh build from the context in the box (its last block_size characters). */
+    /* A fresh build from the context in the box (its last block_size characters): a
+       generation (decoding.js's Generation, sliding past the window as generate does) that
+       the presses run and the reader's clicks add to or rewind. */
     function start() {
       var text = ui.context.value, ids = D.encode(m.chars, text);
       if (!ids.length) throw new Error("the context is empty: type at least one character");
-      var trimmed = ids.length > block;
-      ids = ids.slice(-block);
-      st = { promptIds: ids, prompt: window.slm.decode(m, ids), trimmed: trimmed, ids: [], logprobs: [],
-             stream: new window.slm.Stream(m) };
+      var trimmed = ids.length > block, prompt = window.slm.decode(m, ids.slice(-block));
+      st = { prompt: prompt, trimmed: trimmed, model: window.slm.modelFunction(m),
+             g: new D.Generation(m.chars, block, prompt, MAX_CHARS, { temperature: 0 }, "slide") };
       return update();
     }
     /* The model's logits for the next character (its context: the windows of generate's slide). */
     function advance() {
-      var all = st.promptIds.concat(st.ids), ctx = all.slice(D.windowStart(all.length, block));
-      return st.stream.advanceTo(ctx).then(function (rows) {
-        st.logits = Array.from(rows[rows.length - 1]);
+      var ctx = st.g.window();
+      return st.model([ctx]).then(function (rows) {
+        st.logits = Array.from(rows[0]);
         st.history = ctx;
         st.logp = D.logSoftmax(st.logits);
       });
@@ -194,36 +195,29 @@
         });
     }
     function update() {
-      var s = settings(), n = st.ids.length;
+      var s = settings(), n = st.g.ids.length;
       return advance().then(function () {
         return Promise.all([reference("greedy", n, s), reference("sample", n, s)]);
       }).then(function (r) { render(s, r[0], r[1]); });
     }
 
-    /* Append `id` (its log-probability from the logits after the text so far). */
+    /* Append `id`, the reader's choice (its log-probability from the logits after the text so far). */
     function append(id) {
-      st.ids.push(id);
-      st.logprobs.push(st.logp[id]);
+      st.g.push(st.logits, id);
       return advance();
     }
-    /* Greedy's or Sample's next `count` characters (the action of a press). */
+    /* Greedy's or Sample's next `count` characters (the action of a press), by the
+       generation's own loop; Sample's draw at step t uses the t-th number of its seed. */
     function generateMore(how) {
-      var s = settings(), left = s.count;
-      function one() {
-        if (st.ids.length >= MAX_CHARS) left = 0;
-        if (!left--) return update();
-        var id;
-        if (how === "greedy") id = D.argmax(st.logits);
-        else {
-          var random = D.generator(s.seed);
-          for (var i = 0; i < st.ids.length; i++) random();  // the draw at step t uses the t-th number
-          id = D.choose(D.shape(st.logits, st.history, s.cfg), s.cfg, random);
-        }
-        return append(id).then(one);
+      var s = settings(), g = st.g;
+      if (how === "greedy") g.reconfigure({ temperature: 0 });
+      else {
+        g.reconfigure({ temperature: s.T, seed: s.seed });
+        g.reseed(s.seed, g.ids.length);
       }
-      return one();
+      return Promise.resolve(D.run(g, st.model, s.count)).then(update);
     }
-    function add(id) { return st.ids.length >= MAX_CHARS ? update() : append(id).then(update); }
+    function add(id) { return st.g.ids.length >= MAX_CHARS ? update() : append(id).then(update); }
     function press(how) {
       return act(function () {
         return (st ? Promise.resolve() : start()).then(function () { return generateMore(how); });
@@ -233,19 +227,18 @@
     function rewind(length) {
       return act(function () {
         if (!st) return start();
-        st.ids = st.ids.slice(0, length);
-        st.logprobs = st.logprobs.slice(0, length);
+        st.g.rewind(length);
         return update();
       });
     }
 
     // --- drawing ----------------------------------------------------------------------------
     function render(s, greedy, sample) {
-      var n = st.ids.length;
+      var n = st.g.ids.length;
       drawText();
       drawBars(s);
       var lines = [
-        { name: "yours", colour: C.yours, label: "your text", ids: st.ids, logprobs: st.logprobs },
+        { name: "yours", colour: C.yours, label: "your text", ids: st.g.ids, logprobs: st.g.logprobs },
         { name: "greedy", colour: C.greedy, label: "greedy (T = 0)", ids: greedy.ids.slice(0, n),
           logprobs: greedy.logprobs.slice(0, n) },
         { name: "sample", colour: C.sample, label: "sample (T = " + s.T.toFixed(2) + ", seed " + s.seed + ")",
@@ -256,27 +249,27 @@
         l.mean = n ? l.total / n : null;
       });
       drawScores(lines, n);
-      var state = { prompt: st.prompt, text: lines[0].text, logprobs: st.logprobs, total: lines[0].total,
+      var state = { prompt: st.prompt, text: lines[0].text, logprobs: st.g.logprobs, total: lines[0].total,
                     mean: lines[0].mean, temperature: s.T, seed: s.seed, error: null };
       ["greedy", "sample"].forEach(function (k, j) {
         var l = lines[j + 1];
         state[k] = { text: l.text, logprobs: l.logprobs, total: l.total, mean: l.mean };
       });
       ui.root.setAttribute("data-state", JSON.stringify(state));
-      var last = n ? " Last: " + JSON.stringify(m.chars[st.ids[n - 1]]) + ", log p = " + nats(st.logprobs[n - 1]) + " nats." : "";
+      var last = n ? " Last: " + JSON.stringify(m.chars[st.g.ids[n - 1]]) + ", log p = " + nats(st.g.logprobs[n - 1]) + " nats." : "";
       U.ok(ui, n + " character" + (n === 1 ? "" : "s") + " added" + (n >= MAX_CHARS ? " (the most this builder takes)." : ".") + last +
            (st.trimmed ? " (The prompt is the last " + block + " characters of your context.)" : ""));
     }
     function drawText() {
       ui.output.textContent = "";
-      var n = st.ids.length;
+      var n = st.g.ids.length;
       hint.textContent = n ? "Your text so far, after your context (grey). Click a character to go back to just before it."
                            : "Your context (grey). Click a bar below, or press Greedy or Sample, to add a character.";
       el("span", { style: "color:#777" }, ui.output, (st.prompt.length > 240 ? "\u2026" : "") + st.prompt.slice(-240));
-      st.ids.forEach(function (id, t) {
+      st.g.ids.forEach(function (id, t) {
         var ch = m.chars[id];
         var span = el("span", { class: "slm-builder-char", "data-t": t, role: "button", tabindex: 0,
-          title: "character " + (t + 1) + ": " + JSON.stringify(ch) + ", log p = " + nats(st.logprobs[t]) +
+          title: "character " + (t + 1) + ": " + JSON.stringify(ch) + ", log p = " + nats(st.g.logprobs[t]) +
                  " nats. Click to go back to just before it.",
           style: "background:" + C.pale + ";border-bottom:2px solid " + C.yours + ";cursor:pointer;font-weight:bold" },
           ui.output, ch === "\n" ? "\u21b5\n" : ch);
@@ -295,7 +288,7 @@
       function y(v) { return y0 - (y0 - y1) * v / ymax; }
       var g = canvas(ui.chartBox, H);
       g.setAttribute("aria-label", "the 20 most probable next characters and their probabilities");
-      var tail = inline(st.prompt + window.slm.decode(m, st.ids)).slice(-24);
+      var tail = inline(st.prompt + window.slm.decode(m, st.g.ids)).slice(-24);
       svg("text", { x: 0, y: 17, "font-size": 15, "font-weight": "bold", fill: C.ink },
           g, "Next character after \u201c\u2026" + tail + "\u201d: click a bar to choose it");
       svg("text", { x: 0, y: 36, "font-size": 13, fill: C.faint }, g,
@@ -414,7 +407,7 @@
     // --- events -------------------------------------------------------------------------------
     ui.cont.onclick = function () { press("greedy"); };
     ui.sample.onclick = function () { press("sample"); };
-    back.onclick = function () { if (st) rewind(Math.max(0, st.ids.length - 1)); else act(start); };
+    back.onclick = function () { if (st) rewind(Math.max(0, st.g.ids.length - 1)); else act(start); };
     restart.onclick = function () { rewind(0); };
     var typed = 0;  // a context typed while an earlier one loads: only the latest is run
     ui.context.addEventListener("input", function () {

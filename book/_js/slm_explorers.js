@@ -1,7 +1,7 @@
 /* The live explorers of the static site (shakespeare_lm.site.live): a text box for the reader's
    own context, Sample and Continue buttons, and the real model behind them (slm_runtime.js,
    whose decoding is decoding.js: the explorers decide nothing themselves). The page loads
-   slm_vega.js, slm_runtime.js and this file in that order (book/_ext/live_explorers.py).
+   live/rules.js, slm_vega.js, slm_runtime.js and this file in that order (book/_ext/live_explorers.py).
    Every .slm-live element on the page is mounted once:
 
      truncation    the next-character distribution under every rule: the model's own p as an
@@ -20,18 +20,12 @@
 (function () {
   "use strict";
   if (window.slmExplorers) { window.slmExplorers.mountAll(); return; }
-  /* name, label, min, max, step, value that switches the rule off ("V": the vocabulary's size) */
-  var RULE_INPUTS = [
-    ["temperature", "temperature (0 = greedy)", 0, 2, 0.05, 1],  // its value is always shown
-    ["top_k", "top-k", 1, "V", 1, "V"], ["top_p", "top-p", 0.01, 1, 0.01, 1],
-    ["min_p", "min-p", 0, 1, 0.01, 0], ["typical_p", "typical mass", 0.01, 1, 0.01, 1],
-    ["epsilon", "epsilon", 0, 0.1, 0.001, 0], ["eta", "eta", 0, 0.1, 0.001, 0],
-    ["top_n_sigma", "top-n\u03c3 (\u03bd)", 0, 3, 0.05, 0],
-    ["xtc_probability", "XTC probability", 0, 1, 0.05, 0],
-    ["xtc_threshold", "XTC threshold (\u03be)", 0, 0.5, 0.01, 0.1],
-    ["repetition_penalty", "repetition penalty", 0.5, 2, 0.05, 1],
-    ["frequency_penalty", "frequency penalty", 0, 2, 0.05, 0],
-    ["presence_penalty", "presence penalty", 0, 2, 0.05, 0]];
+  /* name, label, min, max, step, value that switches the rule off ("V": the vocabulary's size),
+     temperature first (its value is always shown): the registry's sliders, from rules.js
+     (shakespeare_lm/site/browser_rules.py), which the page loads before this file */
+  var RULE_INPUTS = window.SlmRules.controls.map(function (c) {
+    return [c.name, c.label, c.min, c.max, c.step, c.off];
+  });
   var LINE = 160;  // characters per Sample / Continue, until the reader sets another length
   var DATASET = { truncation: "chars", step: "top" };  // what each chart draws (shakespeare_lm.site.live)
   var BLANK_LINE = "\n\n";
@@ -277,8 +271,9 @@
   }
 
   // --- chapter 1: one character at a time, the KV cache filling -------------------------
-  function drawCache(ui, m, stream) {
-    var c = m.config, used = stream.ids.length, W = 900, cell = W / c.block_size;
+  /* The KV cache as `used` slots of the context window filled, in each layer. */
+  function drawCache(ui, m, used) {
+    var c = m.config, W = 900, cell = W / c.block_size;
     var svg = ui.cacheSvg || (ui.cacheSvg = document.createElementNS("http://www.w3.org/2000/svg", "svg"));
     svg.setAttribute("viewBox", "0 0 " + W + " " + (c.n_layer * 14 + 4));
     svg.setAttribute("width", "100%");
@@ -296,6 +291,29 @@
       " layers (blue: filled before, orange: written this step, grey: empty). Keys and values in 4-byte floats take " +
       perSlot.toLocaleString("en-US") + " bytes a slot: " + (used * perSlot / 1000).toFixed(1) + " KB now.";
     ui.cache.appendChild(svg);
+  }
+  /* The step explorer's step of `run` (its generation, model and seed) that chose `chosen`
+     from the model's `logits` after `context`: the distribution it was drawn from and the
+     model's own, the text, the cache. */
+  function drawStep(ui, m, run, chosen, logits, context) {
+    var D = window.slm.decoding, raw = D.softmax(logits), probs = chosen.probs, id = chosen.id, g = run.g;
+    var order = D.order(raw, true), top = order.slice(0, 20), rank = order.indexOf(id);
+    if (rank >= 20) top.push(id);  // the drawn character is always shown
+    var T = g.cfg.temperature, shown = JSON.stringify(label(chosen.char));
+    var title = (T === 0 ? "took " + shown + ", the most probable (T = 0, greedy): probability 1.000" :
+                 "drew " + shown + " with probability " + probs[id].toFixed(3) + " (T = " + T + ")") +
+                (rank >= 20 ? "; the model ranks it " + (rank + 1) + "th" : "");
+    var fed = run.model.fed;
+    return chart(ui, "step", top.map(function (i) {
+      return { rank: order.indexOf(i), ch: label(m.chars[i]), p: probs[i], raw_p: raw[i], drawn: i === id };
+    }), { title: title }).then(function () {
+      showText(ui, ui.context.value + g.text.slice(0, -1), chosen.char);
+      drawCache(ui, m, context.length);
+      ok(ui, g.text.length + " characters generated (seed " + run.seed + "); this step fed " + fed +
+         " character(s) to the model");
+      ui.root.setAttribute("data-state", String(g.text.length));
+      return new Promise(function (r) { setTimeout(r, 30); });
+    });
   }
   var STEP_PRESETS = [
     { label: "greedy", context: "PETRUCHIO:\n", settings: { temperature: 0, length: 40 },
@@ -319,44 +337,31 @@
       ui.view.style.display = "none";
       ui.root.removeAttribute("data-state");
     }
-    function one(cfg, left) {
-      if (!left) { busy(ui, false); return; }
-      var context = state.ids.slice(D.windowStart(state.ids.length, block));  // generate's slide
-      return state.stream.advanceTo(context).then(function (rows) {
-        var logits = rows[rows.length - 1], raw = D.softmax(logits), shaped = D.shape(logits, context, cfg);
-        var probs = D.distribution(shaped, cfg), id = D.choose(shaped, cfg, state.random);
-        var order = D.order(raw, true), top = order.slice(0, 20), rank = order.indexOf(id);
-        if (rank >= 20) top.push(id);  // the drawn character is always shown
-        var T = cfg.temperature, shown = JSON.stringify(label(m.chars[id]));
-        var title = (T === 0 ? "took " + shown + ", the most probable (T = 0, greedy): probability 1.000" :
-                     "drew " + shown + " with probability " + probs[id].toFixed(3) + " (T = " + T + ")") +
-                    (rank >= 20 ? "; the model ranks it " + (rank + 1) + "th" : "");
-        var before = ui.context.value + state.text;
-        state.ids.push(id);
-        state.text += m.chars[id];
-        return chart(ui, "step", top.map(function (i) {
-          return { rank: order.indexOf(i), ch: label(m.chars[i]), p: probs[i], raw_p: raw[i], drawn: i === id };
-        }), { title: title }).then(function () {
-          showText(ui, before, m.chars[id]);
-          drawCache(ui, m, state.stream);
-          ok(ui, state.text.length + " characters generated (seed " + state.seed + "); this step fed " + rows.length +
-             " character(s) to the model");
-          ui.root.setAttribute("data-state", String(state.text.length));
-          return new Promise(function (r) { setTimeout(r, left > 1 ? 30 : 0); });
-        }).then(function () { return one(cfg, left - 1); });
-      });
-    }
+    /* k more characters (null: the length box's), through decoding.js's Generation and its
+       loop: a new one after a reset, else the same one under the current temperature. */
     function advance(k) {
       busy(ui, true);
+      var n, run;
       try {
-        var cfg = D.config(settingsOf(inputs)), n = k === null ? count(length, 1) : k;
+        var settings = settingsOf(inputs);
+        n = k === null ? count(length, 1) : k;
         if (!state) {
           var ids = D.encode(m.chars, ui.context.value).slice(-block), s = count(seed, 0);
           if (!ids.length) throw new Error("the context is empty: type at least one character");
-          state = { ids: ids, stream: new window.slm.Stream(m), text: "", random: D.generator(s), seed: s };
-        }
+          state = { g: new D.Generation(m.chars, block, window.slm.decode(m, ids), Number.MAX_SAFE_INTEGER,
+                                        Object.assign({ seed: s }, settings), "slide"),
+                    model: window.slm.modelFunction(m), seed: s };  // generate's slide past the window
+        } else state.g.reconfigure(Object.assign({ seed: state.seed }, settings));
+        run = state;
       } catch (e) { reset(); return Promise.resolve(fail(ui, e)); }
-      return Promise.resolve(one(cfg, n)).catch(function (e) { reset(); fail(ui, e); });
+      return Promise.resolve(D.run(run.g, run.model, n, function (chosen, logits, context) {
+        if (state !== run) return Promise.reject(new Error("stale"));  // a new context or seed
+        return drawStep(ui, m, run, chosen, logits, context);
+      })).then(function () { busy(ui, false); }, function (e) {
+        if (e && e.message === "stale") return busy(ui, false);
+        reset();
+        fail(ui, e);
+      });
     }
     ui.sample.textContent = "Sample one";
     ui.cont.textContent = "Continue";

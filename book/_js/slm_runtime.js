@@ -13,25 +13,33 @@
    epsilon, eta, repetition_penalty, frequency_penalty, presence_penalty (they count the
    prompt and the text so far), seed, stop (a string or a list of strings; the text ends at
    the end of any of them, kept in it) and context_overflow ("stop", the default, or
-   "slide"). How each character is chosen is shakespeare_lm/site/static/decoding.js, the one
-   JavaScript copy of shakespeare_lm.decoding (tested against it), loaded with the model as
-   slm.decoding. A seeded generator makes sampling reproducible (the same seed gives the same
-   text here, not the same text as Python; greedy text is Python's).
+   "slide"). This file decides nothing: the algorithms are the DOM-free modules of
+   shakespeare_lm/site/static/, each tested against Python, which the page loads before it
+   (book/_ext/live_explorers.py): decoding.js (the rules, the sampler and generate's token
+   loop; slm.decoding), beam.js (beam and exact search; slm.beam) and speculative.js (the
+   n-gram draft and speculative rounds; slm.speculativeDecoding). Here the model answers them:
+   slm.modelFunction(model) is the function from contexts to logits that they call. A seeded
+   generator makes sampling reproducible (the same seed gives the same text here, not the
+   same text as Python; greedy text is Python's).
 
    Scripts are loaded by slmVega.loadScript (book/_js/slm_vega.js, loaded before this file). */
 (function () {
   "use strict";
   if (window.slm) return;
   if (!window.slmVega) throw new Error("slm_runtime.js needs slm_vega.js (the site's script loader) loaded before it");
+  if (!window.SlmDecoding || !window.SlmBeam || !window.SlmSpeculative) {
+    throw new Error("slm_runtime.js needs live/decoding.js, live/beam.js and live/speculative.js loaded before it: " +
+                    "build the site with make book");
+  }
+  var D = window.SlmDecoding, S = window.SlmSpeculative;
   var me = document.currentScript && document.currentScript.src;
   var LIVE = me.substring(0, me.lastIndexOf("/") + 1) + "live/";
-  var models = {}, ortPromise = null, timings = {}, D = null;  // D: SlmDecoding, once loaded
+  var models = {}, ortPromise = null, timings = {};
   function mark(what) { timings[what] = Math.round(performance.now()); }  // ms since navigation
 
   // --- loading: scripts, then gzip+base64 -> bytes, then an ONNX Runtime session -------
   /** A script of _static/live/ (a Promise, once per page). */
   function loadAsset(name) { return window.slmVega.loadScript(LIVE + name); }
-  var decoding = loadAsset("decoding.js").then(function () { D = window.SlmDecoding; return D; });
   function unpack(b64) {
     var bytes;
     if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(b64);
@@ -75,7 +83,7 @@
       a = asset("model_" + name);
       return unpack(a.onnx_gz_b64);
     });
-    models[name] = Promise.all([loadOrt(), bytes, decoding]).then(function (r) {
+    models[name] = Promise.all([loadOrt(), bytes]).then(function (r) {
       mark(name + " bytes");
       return r[0].InferenceSession.create(r[1], { executionProviders: ["wasm"], graphOptimizationLevel: "all" })
         .then(function (session) {
@@ -138,14 +146,87 @@
     this.truncate(n);
     return this.feed(ids.slice(n));
   };
+  /* A second handle on the same cache: its tensors are never written, only replaced. */
+  Stream.prototype.fork = function () {
+    var f = new Stream(this.model);
+    f.ids = this.ids.slice();
+    f.k = this.k;
+    f.v = this.v;
+    return f;
+  };
+
+  // --- the model as the algorithms see it ---------------------------------------------------
+  var POOL = 20;    // KV caches kept (a beam of 8, greedy's line and their parents)
+  var MEMO = 4096;  // logits rows kept, by context
+  function key(ids) { return ids.join(","); }
+  function common(a, b) {
+    var n = 0, limit = Math.min(a.length, b.length);
+    while (n < limit && a[n] === b[n]) n++;
+    return n;
+  }
+  function isPrefix(a, b) { return a.length <= b.length && common(a, b) === a.length; }
+  /** The model `m` as decoding.js, beam.js and speculative.js call it: a function from
+      contexts (arrays of at most block_size ids) to a Promise of their next-character logits
+      (a Float32Array (V) each). It keeps the KV caches of the last POOL contexts it ran and
+      the logits of the last MEMO; a context runs from the kept cache that shares the
+      longest prefix with it, and the contexts that are prefixes of another run with it, in
+      one pass (a speculative round's verification). fn.passes counts its forward passes,
+      fn.fed the characters its latest call fed. */
+  function modelFunction(m) {
+    var pool = [], memo = new Map();
+    function remember(ids, row, got) {
+      var k = key(ids);
+      memo.set(k, row);
+      if (memo.size > MEMO) memo.delete(memo.keys().next().value);
+      if (got.has(k)) got.set(k, row);
+    }
+    function nearest(ids) {  // the kept cache with the longest common prefix (the latest on ties)
+      var best = null, most = 0;
+      pool.forEach(function (s) { var n = common(s.ids, ids); if (n >= most && n > 0) { best = s; most = n; } });
+      return best;
+    }
+    /* One pass: the cache nearest `ids`, cut to at most `shortest` - 1 ids, then fed the rest. */
+    function runOne(ids, shortest, got) {
+      var base = nearest(ids), stream = base ? base.fork() : new Stream(m);
+      stream.truncate(shortest - 1);
+      return stream.advanceTo(ids).then(function (rows) {
+        var first = ids.length - rows.length;
+        rows.forEach(function (row, j) { remember(ids.slice(0, first + j + 1), row, got); });
+        fn.passes++;
+        fn.fed += rows.length;
+        pool.push(stream);
+        if (pool.length > POOL) pool.shift();
+      });
+    }
+    /* Every context of `got` (key -> its row, null until run): the longest first, with the
+       contexts that are its prefixes. */
+    function runAll(contexts, got) {
+      var pending = contexts.filter(function (c) { return got.get(key(c)) === null; });
+      if (!pending.length) return Promise.resolve();
+      var longest = pending.reduce(function (a, b) { return b.length > a.length ? b : a; });
+      var inside = pending.filter(function (c) { return isPrefix(c, longest); });
+      var shortest = Math.min.apply(null, inside.map(function (c) { return c.length; }));
+      return runOne(longest, shortest, got).then(function () { return runAll(pending, got); });
+    }
+    function fn(contexts) {
+      var got = new Map();
+      contexts.forEach(function (c) { var k = key(c); got.set(k, memo.has(k) ? memo.get(k) : null); });
+      fn.fed = 0;
+      return runAll(contexts, got).then(function () {
+        return contexts.map(function (c) { return got.get(key(c)); });
+      });
+    }
+    fn.passes = 0;
+    fn.fed = 0;
+    fn.model = m;
+    return fn;
+  }
 
   // --- the n-gram draft: chapter 6's NGramDraft, counted from the training text ----------
   var ngramPromise = null;
   /** The n-gram draft of _static/live/ngram.js (shakespeare_lm.site.book.ngram_asset): a
-      Promise of {name, order, smoothing, probs(ids)}, where probs(ids) is
-      P(next | the last order - 1 ids) over the vocabulary (a Float64Array), computed as
-      Python's NGramDraft.probs computes it, operation for operation: from the uniform prior
-      up, each context length k mixes its counts with the estimate one length shorter. */
+      Promise of speculative.js's NGram {name, order, smoothing, probs(ids), ...}, whose
+      probabilities and draws are Python's NGramDraft's, operation for operation. */
   function loadNgram() {
     if (!ngramPromise) ngramPromise = Promise.all([loadAsset("ngram.js"), load()]).then(function (r) {
       var a = asset("ngram"), model = r[1];
@@ -153,46 +234,17 @@
       return Promise.all(a.levels.map(function (level) {
         return Promise.all(["contexts", "starts", "nexts", "counts"].map(function (k) { return unpack(level[k]); }))
           .then(function (b) {
-            var counts = new Uint32Array(b[3].buffer), starts = new Uint32Array(b[1].buffer);
-            var totals = new Float64Array(starts.length - 1);
-            for (var j = 0; j < totals.length; j++) {
-              for (var i = starts[j]; i < starts[j + 1]; i++) totals[j] += counts[i];
-            }
-            return { contexts: new Uint32Array(b[0].buffer), starts: starts, nexts: b[2], counts: counts,
-                     totals: totals };
+            return { contexts: new Uint32Array(b[0].buffer), starts: new Uint32Array(b[1].buffer), nexts: b[2],
+                     counts: new Uint32Array(b[3].buffer) };
           });
-      })).then(function (levels) { mark("n-gram"); return new NGram(a, levels); });
+      })).then(function (levels) {
+        mark("n-gram");
+        return new S.NGram({ name: a.name, order: a.order, smoothing: a.smoothing, vocab_size: a.vocab_size,
+                             levels: levels });
+      });
     });
     return ngramPromise;
   }
-  function NGram(a, levels) {
-    this.name = a.name; this.order = a.order; this.smoothing = a.smoothing; this.V = a.vocab_size;
-    this.levels = levels;
-  }
-  /* Where context `code` of `level` lies in its sorted contexts (-1: never seen). */
-  function place(level, code) {
-    var lo = 0, hi = level.contexts.length - 1;
-    while (lo <= hi) {
-      var mid = (lo + hi) >> 1, c = level.contexts[mid];
-      if (c === code) return mid;
-      if (c < code) lo = mid + 1; else hi = mid - 1;
-    }
-    return -1;
-  }
-  NGram.prototype.probs = function (ids) {
-    var V = this.V, s = this.smoothing, probs = new Float64Array(V).fill(1 / V), row = new Float64Array(V);
-    var code = 0, scale = 1, top = Math.min(this.order - 1, ids.length);
-    for (var k = 0; k <= top; k++) {
-      if (k > 0) { code += ids[ids.length - k] * scale; scale *= V; }  // the oldest id most significant
-      var level = this.levels[k], j = place(level, code), n = j < 0 ? 0 : level.totals[j];
-      row.fill(0);
-      if (j >= 0) for (var i = level.starts[j]; i < level.starts[j + 1]; i++) row[level.nexts[i]] = level.counts[i];
-      for (var v = 0; v < V; v++) probs[v] = (row[v] + s * probs[v]) / (n + s);
-    }
-    return probs;
-  };
-  /* The n-gram's log-probabilities, as the logits a sampler shapes (Python's next_logits). */
-  NGram.prototype.logits = function (ids) { return Array.from(this.probs(ids), Math.log); };
 
   // --- the public calls ----------------------------------------------------------------------
   /** The model's next-character logits after `context` (its last block_size characters):
@@ -225,25 +277,18 @@
     return s;
   }
   /** Continue `prompt` by up to `n` characters under `settings` (as Python's generate:
-      DecodingConfig's fields and context_overflow) and `seed`, one character per step,
-      calling onStep({id, char, probs, logits, cacheLength}) after each; a Promise of
-      {text, ids, logprobs, stopReason}. */
+      DecodingConfig's fields and context_overflow) and `seed`, one character per step
+      (decoding.js's Generation and its loop, run), calling onStep({id, char, probs, logits,
+      cacheLength}) after each; a Promise of {text, ids, logprobs, stopReason}. */
   function sample(prompt, n, settings, seed, onStep, name) {
     return load(name).then(function (m) {
       var s = seeded(settings, seed), overflow = s.context_overflow;
       delete s.context_overflow;
-      var g = new D.Generation(m.chars, m.config.block_size, prompt, n, s, overflow), stream = new Stream(m);
-      function step() {
-        var context = g.context();
-        if (context === null) return g.result();
-        return stream.advanceTo(context).then(function (rows) {
-          var logits = rows[rows.length - 1], chosen = g.push(logits);
-          if (onStep) onStep({ id: chosen.id, char: chosen.char, probs: chosen.probs, logits: logits,
-                               cacheLength: stream.ids.length });
-          return step();
-        });
-      }
-      return step();
+      var g = new D.Generation(m.chars, m.config.block_size, prompt, n, s, overflow);
+      return D.run(g, modelFunction(m), null, onStep && function (chosen, logits, context) {
+        return onStep({ id: chosen.id, char: chosen.char, probs: chosen.probs, logits: logits,
+                        cacheLength: context.length });
+      });
     });
   }
   /** The text of sample(...): `settings` as in Python's slm.generate, `seed` an integer. */
@@ -251,8 +296,8 @@
     return sample(prompt, n, settings, seed).then(function (r) { return r.text; });
   }
 
-  /** Speculative decoding (Leviathan et al. 2023) with `draft`, "draft" (the draft model, the
-      default) or "ngram" (loadNgram's n-gram): each round the draft
+  /** Speculative decoding (Leviathan et al. 2023; speculative.js) with `draft`, "draft" (the
+      draft model, the default) or "ngram" (loadNgram's n-gram): each round the draft
       proposes up to `gamma` characters, the main model scores them all in one pass, and each
       is kept with probability min(1, p/q); the first rejection is replaced by a draw from
       max(p - q, 0), and if all are kept a bonus character comes from the main model. Both
@@ -262,10 +307,10 @@
       string), accepted (how many were kept), next (the main model's character), bonus (true:
       every proposal was kept and next is the bonus; false: next replaces the first rejected
       one, drawn from the residual), text, acceptance, rounds}) after each round; a Promise of
-      {text, rounds, drafted, proposed, accepted, acceptance, stopReason}, counted as Python's
-      SpeculativeStats counts them: drafted, every proposal; proposed, those put to the test
-      (up to and including the first rejection of a round: the ones after it are never
-      checked); acceptance, the chapter's alpha, accepted / proposed (0 before any test). */
+      {text, ids, rounds, drafted, proposed, accepted, acceptance, stopReason}, counted as
+      Python's SpeculativeStats counts them: drafted, every proposal; proposed, those put to
+      the test (up to and including the first rejection of a round: the ones after it are
+      never checked); acceptance, the chapter's alpha, accepted / proposed (0 before any test). */
   var DRAFTS = { draft: "the draft model", ngram: "the n-gram of the training text" };
   function speculative(prompt, n, gamma, settings, seed, onRound, draft) {
     draft = draft === undefined || draft === null ? "draft" : draft;
@@ -274,76 +319,22 @@
         Object.keys(DRAFTS).map(function (k) { return JSON.stringify(k) + " (" + DRAFTS[k] + ")"; }).join(" or ")));
     }
     return Promise.all([load("shakespeare"), draft === "ngram" ? loadNgram() : load("draft")]).then(function (ms) {
-      var target = ms[0], cfg = D.config(seeded(settings, seed)), block = target.config.block_size;
-      var ids = D.encodePrompt(target.chars, prompt, block);
-      D.checkMaxNewTokens(n);
-      D.checkCount("gamma", gamma, 1, " (draft tokens per round)");
-      var next;  // the draft's logits after a context (a Promise)
-      if (draft === "ngram") next = function (context) { return Promise.resolve(ms[1].logits(context)); };
-      else {
-        var stream = new Stream(ms[1]);
-        next = function (context) {
-          return stream.advanceTo(context).then(function (rows) { return rows[rows.length - 1]; });
-        };
+      var target = ms[0], block = target.config.block_size, drafter = ms[1];
+      if (draft === "draft") {
+        block = Math.min(block, drafter.config.block_size);
+        drafter = S.modelDraft(modelFunction(drafter), "draft model");
       }
-      var sp = { target: target, T: new Stream(target), next: next, cfg: cfg, random: D.generator(cfg.seed),
-                 ids: ids, out: [],
-                 st: { text: "", rounds: 0, drafted: 0, proposed: 0, accepted: 0, acceptance: 0, stopReason: null } };
-      function round() {
-        if (sp.out.length >= n) sp.st.stopReason = sp.st.stopReason || "max_tokens";
-        if (sp.st.stopReason) return sp.st;
-        return speculativeRound(sp, gamma, n).then(function (r) {
-          if (onRound) onRound(Object.assign({ text: sp.st.text, acceptance: sp.st.acceptance, rounds: sp.st.rounds }, r));
-          return round();
-        });
-      }
-      return round();
+      var each = onRound && function (r) {
+        return onRound({ proposed: decode(target, r.proposals), accepted: r.accepted, next: target.chars[r.token],
+                         bonus: r.bonus, text: r.text, acceptance: r.stats.acceptance, rounds: r.stats.rounds });
+      };
+      return S.speculativeDecode(modelFunction(target), drafter, target.chars, block, prompt, n, gamma,
+                                 seeded(settings, seed), { overflow: "slide", onRound: each });
+    }).then(function (r) {
+      var st = r.stats;
+      return { text: r.text, ids: r.ids, rounds: st.rounds, drafted: st.drafted, proposed: st.proposed,
+               accepted: st.accepted, acceptance: st.acceptance, stopReason: r.stopReason };
     });
-  }
-  /* The draft's proposals after x, drawn one by one: fills `proposals` and their q. */
-  function propose(sp, x, proposals, qs, g) {
-    if (proposals.length === g) return Promise.resolve();
-    var context = x.concat(proposals);
-    return sp.next(context).then(function (logits) {
-      var q = D.probs(logits, context, sp.cfg);
-      qs.push(q);
-      proposals.push(D.draw(q, sp.random));
-      return propose(sp, x, proposals, qs, g);
-    });
-  }
-  /* One round: propose, verify in one pass of the main model, keep, emit. */
-  function speculativeRound(sp, gamma, n) {
-    var block = sp.target.config.block_size, i = sp.ids.length;
-    var x = sp.ids.slice(D.windowStart(i, block)), proposals = [], qs = [];
-    var g = Math.max(0, Math.min(gamma, n - sp.out.length, D.windowEnd(i, block) - i - 1));  // never past the window
-    return propose(sp, x, proposals, qs, g).then(function () {
-      sp.T.truncate(x.length - 1);  // the main model's cache holds the text but its last character
-      return sp.T.advanceTo(x.concat(proposals));
-    }).then(function (rows) {
-      var ps = rows.slice(-(g + 1)).map(function (r, j) { return D.probs(r, x.concat(proposals.slice(0, j)), sp.cfg); });
-      var k = 0;
-      while (k < g && sp.random() < Math.min(1, ps[k][proposals[k]] / qs[k][proposals[k]])) k++;
-      var next;
-      if (k < g) {  // rejected: draw from the residual max(p - q, 0), normalised
-        var residual = ps[k].map(function (p, j) { return Math.max(p - qs[k][j], 0); });
-        var total = residual.reduce(function (a, b) { return a + b; }, 0);
-        next = D.draw(total > 0 ? residual.map(function (r) { return r / total; }) : ps[k], sp.random);
-      } else next = D.draw(ps[g], sp.random);  // all kept: a bonus character
-      emit(sp, proposals.slice(0, k).concat([next]), n);
-      var st = sp.st;
-      st.rounds++; st.drafted += g; st.proposed += Math.min(k + 1, g); st.accepted += k;
-      st.acceptance = st.proposed ? st.accepted / st.proposed : 0;
-      return { proposed: decode(sp.target, proposals), accepted: k, next: sp.target.chars[next], bonus: k === g };
-    });
-  }
-  /* Append a round's new characters until one ends the text (a stop sequence, or n). */
-  function emit(sp, emitted, n) {
-    for (var j = 0; j < emitted.length && !sp.st.stopReason; j++) {
-      sp.ids.push(emitted[j]);
-      sp.out.push(emitted[j]);
-      sp.st.text += sp.target.chars[emitted[j]];
-      sp.st.stopReason = D.stopReason(sp.cfg, sp.st.text, sp.out.length, n);
-    }
   }
 
   /** Plain decoding against speculative decoding with the n-gram, timed side by side (the
@@ -391,12 +382,12 @@
     ready: load("shakespeare").then(function (m) {
       window.slm.chars = m.chars;
       window.slm.config = m.config;
-      window.slm.decoding = D;
       return window.slm;
     }),
+    decoding: D, beam: window.SlmBeam, speculativeDecoding: S,
     load: load, loadAsset: loadAsset, nextLogits: nextLogits, nextDistribution: nextDistribution,
     generate: generate, sample: sample, speculative: speculative, race: race, timings: timings,
-    loadNgram: loadNgram,
+    loadNgram: loadNgram, modelFunction: modelFunction,
     Stream: Stream, decode: decode,
     encode: function (text) { return load().then(function (m) { return D.encode(m.chars, text); }); }
   };

@@ -4,21 +4,24 @@ Each rule returns new logits (its input is never modified) in which filtered tok
 ``-inf``; at least one token always survives. Ties are broken deterministically: among
 equal logits the lower token id ranks first, so ``top_k(l, 1)`` keeps exactly the token
 that ``greedy`` (argmax) picks. Invalid parameters raise ``ValueError`` naming the
-parameter, its value and the valid range. The thresholds are computed in float64 (where the
-device has it), so a rule decides the same way as the book's pages, whose one JavaScript
-copy of these rules is ``shakespeare_lm/site/static/decoding.js``; a value within ``TOL`` of
-a threshold counts as reaching it.
+parameter, its value and the valid range (``registry.check``: each rule's settings, ranges
+and messages are described once, in ``registry.py``). The thresholds are computed in
+float64 (where the device has it), so a rule decides the same way as the book's pages,
+whose one JavaScript copy of these rules is ``shakespeare_lm/site/static/decoding.js``; a
+value within ``TOL`` of a threshold counts as reaching it.
 
 ``compose`` applies the rules in one of two documented orders (``ORDERS``). The default is
-the one used by Hugging Face transformers' ``generate``:
+the one used by Hugging Face transformers' ``generate`` (top-nσ and XTC, which it lacks,
+where llama.cpp puts them):
 
     penalties (repetition, frequency, presence, no-repeat n-gram, DRY) -> temperature
     -> top-H -> top-nσ -> top-k -> top-p -> min-p -> typical -> epsilon -> eta -> XTC
 
-``order="llama.cpp"`` is llama.cpp's default chain, with temperature last:
+``order="llama.cpp"`` is llama.cpp's default chain, with temperature last (top-H, epsilon
+and eta, which it lacks, after min-p):
 
-    penalties -> DRY -> top-nσ -> top-k -> typical -> top-p -> min-p -> (top-H, epsilon,
-    eta) -> XTC -> temperature
+    penalties (repetition, frequency, presence, no-repeat n-gram, DRY) -> top-nσ -> top-k
+    -> typical -> top-p -> min-p -> top-H -> epsilon -> eta -> XTC -> temperature
 
 Every rule sees the distribution the rules before it left (a filter renormalises what it
 keeps before the next one looks at it), so the same settings in the two orders can keep
@@ -34,6 +37,7 @@ import numbers
 import torch
 
 from ..checks import check_count
+from . import registry
 
 NEG_INF = float("-inf")
 # A running total within TOL of p, or a log-probability within TOL of a log threshold, counts
@@ -42,17 +46,8 @@ NEG_INF = float("-inf")
 TOL = 1e-12
 
 
-def _check(name: str, value, ok: bool, valid: str) -> None:
-    if not ok:
-        raise ValueError(f"{name}={value!r} is invalid: {name} must be {valid}")
-
-
 def _is_number(x) -> bool:
     return isinstance(x, numbers.Real) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def _is_integer(x) -> bool:
-    return isinstance(x, numbers.Integral) and not isinstance(x, bool)
 
 
 def _logprobs(logits: torch.Tensor) -> torch.Tensor:
@@ -94,15 +89,14 @@ def entropy_bits(logits: torch.Tensor) -> torch.Tensor:
 def temperature(logits: torch.Tensor, t: float) -> torch.Tensor:
     """Divide logits (..., V) by t > 0: t < 1 sharpens, t > 1 flattens, the order of the
     tokens never changes (Ackley et al. 1985). Greedy is argmax, not t -> 0."""
-    _check("temperature", t, _is_number(t) and t > 0,
-           "a number > 0 (for greedy decoding use argmax: temperature=0 in generate)")
+    registry.check("temperature", t)
     return logits / t
 
 
 def top_k(logits: torch.Tensor, k: int) -> torch.Tensor:
     """Keep exactly the k most probable tokens of (..., V), ties to the lower id
     (Fan et al. 2018); k >= V keeps everything."""
-    _check("top_k", k, _is_integer(k) and k >= 1, "an integer >= 1")
+    registry.check("top_k", k)
     k = int(k)
     if k >= logits.shape[-1]:
         return logits.clone()
@@ -116,7 +110,7 @@ def top_p(logits: torch.Tensor, p: float) -> torch.Tensor:
     """Nucleus sampling (Holtzman et al. 2020) on (..., V): keep the smallest set of most
     probable tokens whose total probability reaches p, including the token that crosses p.
     p = 1 keeps everything."""
-    _check("top_p", p, _is_number(p) and 0 < p <= 1, "in (0, 1]")
+    registry.check("top_p", p)
     if p == 1:
         return logits.clone()
     _, ids = _sorted_desc(logits)
@@ -128,7 +122,7 @@ def top_p(logits: torch.Tensor, p: float) -> torch.Tensor:
 def min_p(logits: torch.Tensor, ratio: float) -> torch.Tensor:
     """Min-p (Nguyen et al. 2024) on (..., V): keep tokens with probability
     >= ratio * (the top token's probability). ratio = 0 keeps everything."""
-    _check("min_p", ratio, _is_number(ratio) and 0 <= ratio <= 1, "in [0, 1]")
+    registry.check("min_p", ratio)
     if ratio == 0:
         return logits.clone()
     logp = _logprobs(logits)
@@ -141,7 +135,7 @@ def typical(logits: torch.Tensor, mass: float) -> torch.Tensor:
     |-log p - H|, the distance of their surprisal from the entropy H, and keep the smallest
     such prefix whose probability reaches ``mass`` (the crossing token included). The most
     probable token can be dropped. mass = 1 keeps everything."""
-    _check("typical_p", mass, _is_number(mass) and 0 < mass <= 1, "in (0, 1]")
+    registry.check("typical_p", mass)
     if mass == 1:
         return logits.clone()
     logp = _logprobs(logits)
@@ -156,7 +150,7 @@ def typical(logits: torch.Tensor, mass: float) -> torch.Tensor:
 def epsilon(logits: torch.Tensor, eps: float) -> torch.Tensor:
     """Epsilon sampling (Hewitt et al. 2022) on (..., V): drop tokens with probability
     < eps (the most probable token always stays). eps = 0 keeps everything."""
-    _check("epsilon", eps, _is_number(eps) and 0 <= eps < 1, "in [0, 1)")
+    registry.check("epsilon", eps)
     if eps == 0:
         return logits.clone()
     return _keep_top(logits, _logprobs(logits) >= math.log(eps) - TOL)
@@ -164,7 +158,7 @@ def epsilon(logits: torch.Tensor, eps: float) -> torch.Tensor:
 
 def eta_threshold(logits: torch.Tensor, eps: float) -> torch.Tensor:
     """The eta of eta sampling, min(eps, sqrt(eps) * exp(-H)) with H in nats: (..., V) -> (...)."""
-    _check("eta", eps, _is_number(eps) and 0 <= eps < 1, "in [0, 1)")
+    registry.check("eta", eps)
     h = _entropy(_logprobs(logits)).squeeze(-1)
     return torch.clamp(math.sqrt(eps) * torch.exp(-h), max=eps)
 
@@ -189,7 +183,7 @@ def repetition_penalty(logits: torch.Tensor, history: torch.Tensor, penalty: flo
     """CTRL's penalty (Keskar et al. 2019) on logits (..., V) for the tokens in ``history``
     (..., H), as in Hugging Face: positive logits are divided by ``penalty``, negative ones
     multiplied, so penalty > 1 discourages repeats whatever the logit's sign."""
-    _check("repetition_penalty", penalty, _is_number(penalty) and penalty > 0, "a number > 0")
+    registry.check("repetition_penalty", penalty)
     seen = _counts(history, logits.shape[-1], logits.dtype) > 0
     penalised = torch.where(logits > 0, logits / penalty, logits * penalty)
     return torch.where(seen, penalised, logits)
@@ -198,14 +192,14 @@ def repetition_penalty(logits: torch.Tensor, history: torch.Tensor, penalty: flo
 def frequency_penalty(logits: torch.Tensor, history: torch.Tensor, alpha: float) -> torch.Tensor:
     """OpenAI's frequency penalty on logits (..., V): subtract alpha times each token's
     count in ``history`` (..., H)."""
-    _check("frequency_penalty", alpha, _is_number(alpha), "a finite number")
+    registry.check("frequency_penalty", alpha)
     return logits - alpha * _counts(history, logits.shape[-1], logits.dtype)
 
 
 def presence_penalty(logits: torch.Tensor, history: torch.Tensor, alpha: float) -> torch.Tensor:
     """OpenAI's presence penalty on logits (..., V): subtract alpha once from every token
     that occurs in ``history`` (..., H)."""
-    _check("presence_penalty", alpha, _is_number(alpha), "a finite number")
+    registry.check("presence_penalty", alpha)
     return logits - alpha * (_counts(history, logits.shape[-1], logits.dtype) > 0).to(logits.dtype)
 
 
@@ -215,7 +209,7 @@ def top_n_sigma(logits: torch.Tensor, n: float) -> torch.Tensor:
     (population, over the finite logits) of each row of (..., V). Dividing every logit by a
     temperature divides both the gap and σ by it, so the kept set does not change with
     temperature."""
-    _check("top_n_sigma", n, _is_number(n) and n > 0, "a number > 0 (standard deviations)")
+    registry.check("top_n_sigma", n)
     x = logits.double() if logits.device.type != "mps" else logits
     finite = torch.isfinite(x)
     count = finite.sum(-1, keepdim=True).clamp(min=1)
@@ -231,7 +225,7 @@ def top_h(logits: torch.Tensor, h: float, top_n: int = 100) -> torch.Tensor:
     keep the most probable ones while their share of the entropy, the running sum of
     ``-p log p``, stays within ``h`` times the entropy of those ``top_n``. The most probable
     token always stays."""
-    _check("top_h", h, _is_number(h) and 0 < h <= 1, "in (0, 1]")
+    registry.check("top_h", h)
     check_count("top_n", top_n, 1, hint=" tokens, such as 100")
     n = min(int(top_n), logits.shape[-1])
     values, ids = _sorted_desc(logits)
@@ -251,9 +245,8 @@ def xtc(logits: torch.Tensor, threshold: float, probability: float, u: torch.Ten
     It cuts the head of the distribution, not its tail. A threshold above 0.5 can never leave
     two tokens above it and changes nothing. ``u`` comes from the sampler's seeded generator,
     so a seed still reproduces a text."""
-    _check("xtc_threshold", threshold, _is_number(threshold) and 0 <= threshold <= 1, "in [0, 1]")
-    _check("xtc_probability", probability, _is_number(probability) and 0 <= probability <= 1,
-           "in [0, 1]")
+    registry.check("xtc_threshold", threshold)
+    registry.check("xtc_probability", probability)
     check_count("min_tokens_to_keep", min_tokens_to_keep, 1, hint=" tokens, such as 1")
     u = torch.as_tensor(u, dtype=torch.float64, device=logits.device)
     if u.shape != logits.shape[:-1]:
@@ -278,7 +271,7 @@ def no_repeat_ngram(logits: torch.Tensor, history: torch.Tensor, n: int) -> torc
     """transformers' ``NoRepeatNGramLogitsProcessor`` on logits (..., V): forbid every token
     that would complete an n-gram already present in ``history`` (..., H), the prompt and the
     text so far (ids < 0 are padding at the end). n = 1 forbids every token seen."""
-    check_count("no_repeat_ngram_size", n, 1, hint=" tokens, such as 3")
+    registry.check("no_repeat_ngram_size", n)
     rows = history.reshape(-1, history.shape[-1]).tolist()
     out = logits.clone()
     flat = out.view(-1, out.shape[-1])
@@ -305,12 +298,9 @@ def dry(logits: torch.Tensor, history: torch.Tensor, multiplier: float, base: fl
     head and its tail) that no repeat may span: a repeat is measured only back to the most
     recent breaker, and a one-token breaker is never penalised. Exact copying, which a text
     sometimes needs, is penalised too."""
-    _check("dry_multiplier", multiplier, _is_number(multiplier) and multiplier >= 0,
-           "a number >= 0")
-    _check("dry_base", base, _is_number(base) and base >= 1, "a number >= 1")
-    check_count("dry_allowed_length", allowed_length, 0, hint=" tokens, such as 2")
-    _check("dry_penalty_last_n", last_n, _is_integer(last_n) and last_n >= -1,
-           "an integer >= -1 (-1: the whole history)")
+    for name, value in (("dry_multiplier", multiplier), ("dry_base", base),
+                        ("dry_allowed_length", allowed_length), ("dry_penalty_last_n", last_n)):
+        registry.check(name, value)
     heads = _breaker_heads(breakers)
     out = logits.clone()
     if multiplier == 0 or last_n == 0:
@@ -391,49 +381,12 @@ def mirostat_update(mu: torch.Tensor, p_chosen: torch.Tensor, tau: float,
     return torch.as_tensor(mu, dtype=torch.float64) - eta * (surprise - tau)
 
 
-# Each rule, by the name of its main setting (None: off), with the settings it reads.
-RULE_PARAMS = {
-    "repetition_penalty": ("repetition_penalty",),
-    "frequency_penalty": ("frequency_penalty",),
-    "presence_penalty": ("presence_penalty",),
-    "no_repeat_ngram_size": ("no_repeat_ngram_size",),
-    "dry_multiplier": ("dry_multiplier", "dry_base", "dry_allowed_length",
-                       "dry_sequence_breakers", "dry_penalty_last_n"),
-    "temperature": ("temperature",),
-    "top_h": ("top_h",),
-    "top_n_sigma": ("top_n_sigma",),
-    "top_k": ("top_k",),
-    "top_p": ("top_p",),
-    "min_p": ("min_p",),
-    "typical_p": ("typical_p",),
-    "epsilon": ("epsilon",),
-    "eta": ("eta",),
-    "xtc_probability": ("xtc_probability", "xtc_threshold"),
-}
-HISTORY_RULES = ("repetition_penalty", "frequency_penalty", "presence_penalty",
-                 "no_repeat_ngram_size", "dry_multiplier")
-# The chain's order. transformers: penalties, temperature, then top-H and the truncations
-# (top-nσ and XTC, which it lacks, where llama.cpp puts them among the truncations).
-# llama.cpp's default chain (common/common.h): penalties, DRY, top-nσ, top-k, typical, top-p,
-# min-p, XTC, and temperature last (top-H, epsilon and eta, which it lacks, beside min-p).
-ORDERS = {
-    "transformers": ("repetition_penalty", "frequency_penalty", "presence_penalty",
-                     "no_repeat_ngram_size", "dry_multiplier", "temperature", "top_h",
-                     "top_n_sigma", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta",
-                     "xtc_probability"),
-    "llama.cpp": ("repetition_penalty", "frequency_penalty", "presence_penalty",
-                  "no_repeat_ngram_size", "dry_multiplier", "top_n_sigma", "top_k",
-                  "typical_p", "top_p", "min_p", "top_h", "epsilon", "eta", "xtc_probability",
-                  "temperature"),
-}
+# The chain's orders (``registry.RULES`` describes each rule) and the settings it reads.
+ORDERS = registry.ORDERS
 ORDER = ORDERS["transformers"]
-DEFAULTS = {"dry_base": 1.75, "dry_allowed_length": 2, "dry_sequence_breakers": (),
-            "dry_penalty_last_n": -1, "xtc_threshold": 0.1}
-SETTINGS = tuple(name for params in RULE_PARAMS.values() for name in params)
-PENALTIES = {"repetition_penalty": repetition_penalty, "frequency_penalty": frequency_penalty,
-              "presence_penalty": presence_penalty}
-TRUNCATIONS = {"temperature": temperature, "top_k": top_k, "top_p": top_p, "min_p": min_p,
-                "typical_p": typical, "epsilon": epsilon, "eta": eta}
+SETTINGS = tuple(name for rule in registry.RULES if rule.step for name in rule.names)
+# each step's function, found by the name its registry entry gives
+_FUNCTIONS = {rule.main: globals()[rule.function] for rule in registry.RULES if rule.step}
 
 
 def _check_names(settings: dict) -> None:
@@ -448,53 +401,25 @@ def check_order(order: str) -> None:
         raise ValueError(f"order={order!r} is invalid: order must be one of {list(ORDERS)}")
 
 
-def check_mirostat(tau: float, eta: float) -> None:
-    """Mirostat's target surprise ``tau`` (bits, > 0) and learning rate ``eta`` (in (0, 1])."""
-    _check("mirostat_tau", tau, _is_number(tau) and tau > 0,
-           "a number > 0 (the target surprise, in bits)")
-    _check("mirostat_eta", eta, _is_number(eta) and 0 < eta <= 1,
-           "in (0, 1] (the learning rate)")
-
-
 def _apply(name: str, logits: torch.Tensor, history, settings: dict, u) -> torch.Tensor:
-    """One rule of the chain, with its settings (DEFAULTS for those not given)."""
-    value = settings[name]
-    get = lambda key: settings.get(key) if settings.get(key) is not None else DEFAULTS[key]
-    if name in PENALTIES:
-        return PENALTIES[name](logits, history, value)
-    if name == "no_repeat_ngram_size":
-        return no_repeat_ngram(logits, history, value)
-    if name == "dry_multiplier":
-        return dry(logits, history, value, get("dry_base"), get("dry_allowed_length"),
-                   get("dry_sequence_breakers"), get("dry_penalty_last_n"))
-    if name == "top_h":
-        return top_h(logits, value)
-    if name == "top_n_sigma":
-        return top_n_sigma(logits, value)
-    if name == "xtc_probability":
-        return xtc(logits, get("xtc_threshold"), value, u)
-    return TRUNCATIONS[name](logits, value)
+    """One step of the chain, its function called with its settings (each one left out
+    taking its registry ``fallback``), the history if it reads it, XTC's draw if it needs it."""
+    rule = registry.RULE[name]
+    kwargs = {s.arg: s.fallback if settings.get(s.name) is None else settings[s.name]
+              for s in rule.settings}
+    if rule.history:
+        kwargs["history"] = history
+    if rule.draws:
+        kwargs["u"] = u
+    return _FUNCTIONS[name](logits, **kwargs)
 
 
 def validate(**settings) -> dict:
-    """Check every setting once (unknown names and bad values raise); drop the Nones."""
+    """Check every setting of the chain once (unknown names and bad values raise, with the
+    registry's messages: ``registry.validate``); drop the Nones."""
     _check_names(settings)
-    probe = torch.zeros(1, 2)
-    history = torch.zeros(1, 1, dtype=torch.long)
-    given = {k: v for k, v in settings.items() if v is not None}
-    for name in RULE_PARAMS:
-        if name == "temperature" and name in given:
-            value = given[name]
-            _check("temperature", value, _is_number(value) and value >= 0,
-                   "a number >= 0 (0 means greedy)")
-        elif name in given:  # (breakers are text until a tokenizer turns them into ids)
-            _apply(name, probe, history, {**given, "dry_sequence_breakers": ()}, torch.ones(1))
-        else:
-            extra = [k for k in RULE_PARAMS[name][1:] if k in given]
-            if extra:
-                raise ValueError(f"{extra[0]}={given[extra[0]]!r} is set but {name} is not: "
-                                 f"set {name} to turn the rule on")
-    return given
+    registry.validate(settings)
+    return {k: v for k, v in settings.items() if v is not None}
 
 
 def compose(logits: torch.Tensor, history: torch.Tensor | None = None, *,
@@ -511,13 +436,13 @@ def compose(logits: torch.Tensor, history: torch.Tensor | None = None, *,
         value = settings.get(name)
         if value is None or (name == "temperature" and _is_number(value) and value == 0):
             continue
-        if name in HISTORY_RULES:
+        if registry.RULE[name].history:
             if history is None:
                 raise ValueError(f"{name} needs the history of token ids (history=None given)")
             if history.shape[-1] == 0:
                 continue
-        if name == "xtc_probability" and xtc_u is None:
-            raise ValueError("xtc_probability needs one uniform draw per row (xtc_u=None given)")
+        if registry.RULE[name].draws and xtc_u is None:
+            raise ValueError(f"{name} needs one uniform draw per row (xtc_u=None given)")
         out = _apply(name, out, history, settings, xtc_u)
     return out
 

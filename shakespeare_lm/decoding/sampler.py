@@ -2,14 +2,20 @@
 
 ``DecodingConfig`` is a frozen, validated record of how to choose tokens: the rules of
 ``shakespeare_lm.decoding.rules`` (temperature, truncations, penalties), the seed and the stop
-sequences. It is checked once, when it is made, with the rules' own messages.
+sequences. It is checked once, when it is made, by the registry of the rules
+(``registry.validate``: each setting's range and message are described there once).
 
 ``Sampler`` turns (logits, history, constraint states) into the distribution a token is
-drawn from, or into the token, always in this order (Hugging Face transformers' order, with
-the constraint mask where CONTRIBUTING.md puts it):
+drawn from, or into the token, in this order (by default Hugging Face transformers', with
+the constraint mask where CONTRIBUTING.md puts it; ``order="llama.cpp"`` reorders the rules
+after the mask as ``rules.ORDERS`` says):
 
-    penalties (they see the history) -> constraint mask -> temperature -> top-k -> top-p
-    -> min-p -> typical -> epsilon -> eta -> softmax and a draw, or argmax
+    penalties (repetition, frequency, presence, no-repeat n-gram, DRY) -> constraint mask
+    -> temperature -> top-H -> top-nσ -> top-k -> top-p -> min-p -> typical -> epsilon -> eta
+    -> XTC -> mirostat -> softmax and a draw, or argmax
+
+(``registry.pipeline_text()`` writes this line from the registry of the rules; a test
+holds the two, and CONTRIBUTING.md's, together.)
 
 Greedy semantics, decided once: ``temperature=0`` is greedy. Greedy is the argmax after the
 penalties and the constraint mask; the truncation rules are ignored (they could only remove
@@ -28,7 +34,7 @@ from dataclasses import dataclass, fields
 import torch
 import torch.nn.functional as F
 
-from . import rules
+from . import registry, rules
 from .automata import allowed_or_raise, check_constraint, mask_logits
 
 # A row whose state is FREE is not masked (a finished row, whose token is discarded).
@@ -41,12 +47,9 @@ DRY_BREAKERS = ("\n", ":", '"', "*")
 
 
 def _breakers(breakers) -> tuple[str, ...]:
-    """``dry_sequence_breakers`` (a str or a list of str) as a tuple of non-empty strings."""
-    items = (breakers,) if isinstance(breakers, str) else breakers
-    if not isinstance(items, (list, tuple)) or not all(isinstance(b, str) and b for b in items):
-        raise ValueError(f"dry_sequence_breakers={breakers!r} is invalid: give a list of "
-                         "non-empty strings, such as ['\\n', ':']")
-    return tuple(items)
+    """``dry_sequence_breakers`` (a str or a list of str, checked by ``registry.validate``)
+    as a tuple of strings."""
+    return (breakers,) if isinstance(breakers, str) else tuple(breakers)
 
 
 def breaker_ids(breakers, tok) -> tuple[tuple[int, ...], ...]:
@@ -109,13 +112,11 @@ class DecodingConfig:
     order: str = "transformers"
 
     def __post_init__(self):
+        registry.validate({name: getattr(self, name) for name in registry.SETTINGS})
         if self.dry_sequence_breakers is not None:
             object.__setattr__(self, "dry_sequence_breakers",
                                _breakers(self.dry_sequence_breakers))
-        rules.validate(**{name: getattr(self, name) for name in rules.SETTINGS})
         rules.check_order(self.order)
-        if self.mirostat_tau is not None:
-            rules.check_mirostat(self.mirostat_tau, self.mirostat_eta)
         if self.seed is not None and (isinstance(self.seed, bool)
                                       or not isinstance(self.seed, numbers.Integral)):
             raise ValueError(f"seed={self.seed!r} is invalid: seed must be an integer or None")
@@ -142,26 +143,27 @@ class DecodingConfig:
     def greedy(self) -> bool:
         return self.temperature == 0
 
-    def _on(self, names) -> dict:
-        """The settings of the rules in ``names`` that are on, with their parameters."""
+    def _on(self, history: bool) -> dict:
+        """The settings of the chain's rules that are on and read the history (or do not),
+        with their parameters."""
         out = {}
-        for rule in names:
-            if getattr(self, rule) is not None:
-                out.update({k: getattr(self, k) for k in rules.RULE_PARAMS[rule]
+        for rule in registry.RULES:
+            if rule.step and rule.history == history and getattr(self, rule.main) is not None:
+                out.update({k: getattr(self, k) for k in rule.names
                             if getattr(self, k) is not None})
         return out
 
     @property
     def penalties(self) -> dict:
         """The rules that read the history and are on (penalties, no-repeat n-gram, DRY)."""
-        return self._on(rules.HISTORY_RULES)
+        return self._on(history=True)
 
     @property
     def truncation(self) -> dict:
         """Temperature and the truncation rules that are on; empty when greedy."""
         if self.greedy:
             return {}
-        out = self._on(n for n in rules.RULE_PARAMS if n not in rules.HISTORY_RULES)
+        out = self._on(history=False)
         if out.get("temperature") == 1:  # dividing by 1 changes nothing
             del out["temperature"]
         return out

@@ -28,7 +28,8 @@ and, as generated ``.js`` files, its WebAssembly binary and the ONNX graphs that
 ``file://`` may not ``fetch``, but it may run a ``<script src>``, so every byte the live
 model needs arrives that way; ``book/_js/slm_runtime.js`` decodes them in the page. The
 live explorers' charts are Vega-Lite specs made in Python (``shakespeare_lm.site.live``),
-written there as ``charts.js``.
+written there as ``charts.js``, and what the browser needs of the registry of the decoding
+rules as ``rules.js`` (``shakespeare_lm.site.browser_rules``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from pathlib import Path
 
 from ..paths import NOTEBOOKS_DIR as NOTEBOOKS
 from ..paths import ONNX_DIR, ROOT
+from . import browser_rules
 from .figures import STATIC_DIR as STATIC
 from .lab import without_widget_views
 from .live import chart_specs
@@ -138,8 +140,9 @@ def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
     """ONNX Runtime Web (its single-file classic build, the ES module that loads the
     WebAssembly, the binary) and the exported models, as scripts the page can load from
     ``file://``; ``decoding.js``, the JavaScript copy of ``shakespeare_lm.decoding`` that the
-    runtime decides every character with, the explorers' charts and the race's n-gram draft
-    (``ngram_asset``)."""
+    runtime decides every character with (and ``beam.js`` and ``speculative.js``, the copies
+    of beam search and speculative decoding), and ``rules.js``, the registry's rules that it and
+    the explorers read; the explorers' charts and the race's n-gram draft (``ngram_asset``)."""
     ort = src / "onnxruntime-web" / "dist"
     vocab = onnx_dir / "vocab.json"
     needed = [ort / f for f in ORT_FILES] + [vocab]
@@ -161,8 +164,10 @@ def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
             "name": name, "chars": meta["chars"], "config": config,
             "onnx_gz_b64": _packed((onnx_dir / f"{name}.onnx").read_bytes())}))
     (dest / "ngram.js").write_text(_asset_script("ngram", ngram_asset(meta["chars"])))
-    shutil.copy2(STATIC / "decoding.js", dest / "decoding.js")
+    for module in sorted(STATIC.glob("*.js")):  # decoding.js, beam.js, speculative.js
+        shutil.copy2(module, dest / module.name)
     (dest / "charts.js").write_text(_asset_script("charts", chart_specs()), "utf-8")
+    browser_rules.write(dest)  # rules.js, which decoding.js and the explorers read
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     print(f"vendored ONNX Runtime Web and the models {sorted(meta['models'])} into {dest} "
           f"({size / 1e6:.1f} MB)")

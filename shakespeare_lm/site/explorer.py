@@ -1,7 +1,7 @@
 """Chapter 3's explorers: what the decoding rules keep of the next-character
 distribution.
 
-    from shakespeare_lm import explorer
+    from shakespeare_lm.site import explorer
     explorer.live_explorer(model, tok)      # ipywidgets bound to the model (JupyterLab)
     explorer.static_explorer(model, tok)    # a kernel-free SliderFigure (site, JupyterLab)
 
@@ -13,7 +13,8 @@ after the rules stands beside the model's own, each named. The live one computes
 handful of contexts, a few temperatures and no rule or one rule at one of a few settings;
 the distribution of every combination is computed here and stored in the figure, which
 only looks it up (``lookup_transforms``): plain Vega-Lite with no rule code, so it draws
-the same in JupyterLab and on the site.
+the same in JupyterLab and on the site. Their settings, off values, labels and sliders are
+the registry's (``shakespeare_lm.decoding.registry``): chapter 3's rules, its "classic" kind.
 The live explorers of the site (``shakespeare_lm.site.live``) draw ``distribution_chart``
 too, from what the page's JavaScript copy of the decoding computes
 (``shakespeare_lm/site/static/decoding.js``).
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ..decoding import rules
+from ..decoding import registry, rules
 from ..decoding.generate import generate
 from ..decoding.sampler import DecodingConfig, Sampler
 from ..decoding.scoring import next_token_logits
@@ -47,10 +48,11 @@ CONTEXTS = {
     "after 'I knew you at the '": SPEECH[:SPEECH.index("first")],
     "a new speaker": SPEECH,
 }
-# The explorer's settings, in rules.ORDER; the value that switches each rule off.
-SETTINGS = ("temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta")
-OFF = {"temperature": 1.0, "top_k": None, "top_p": 1.0, "min_p": 0.0, "typical_p": 1.0,
-       "epsilon": 0.0, "eta": 0.0}
+# The explorer's settings: chapter 3's rules, in rules.ORDER; the value that switches each
+# rule off (None for top-k, whose slider stands at the vocabulary's size).
+SETTINGS = tuple(name for name in rules.ORDER if registry.RULE[name].kind == "classic")
+OFF = {name: None if registry.SETTINGS[name].off == registry.VOCAB else registry.SETTINGS[name].off
+       for name in SETTINGS}
 
 
 def char_label(ch: str) -> str:
@@ -139,8 +141,7 @@ STATIC_RULES = {"top_k": (1, 2, 3, 5, 10, 20, 40),
                 "typical_p": (0.2, 0.5, 0.7, 0.8, 0.9, 0.95, 0.99),
                 "epsilon": (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1),
                 "eta": (1e-4, 3e-4, 1e-3, 3e-3, 0.01, 0.03, 0.1)}
-RULE_LABELS = {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p", "typical_p": "typical",
-               "epsilon": "epsilon", "eta": "eta"}
+RULE_LABELS = {name: registry.RULE[name].label for name in STATIC_RULES}
 UNITS = 10_000  # a stored probability is an integer number of 1/UNITS
 
 
@@ -467,28 +468,30 @@ class LiveExplorer:
         buttons[2].on_click(self.reset)
         self.redraw()
         grid = w.GridBox(list(self.sliders.values()), layout=w.Layout(
-            grid_template_columns="repeat(auto-fill, minmax(21em, 1fr))", max_width="960px"))
+            grid_template_columns="repeat(auto-fill, minmax(26em, 1fr))", max_width="960px"))
         self.box = w.VBox([self.text, self.tail, grid, w.HBox(buttons), self.status, self.chart],
                           layout=w.Layout(width="100%", max_width="960px"))
 
     def _make_sliders(self, w) -> dict:
-        style, layout = {"description_width": "7.5em"}, w.Layout(width="auto")
+        """A slider per setting, its label, range, step and resting value the registry's."""
+        style, layout = {"description_width": "12em"}, w.Layout(width="auto")
+        out = {}
+        for name in SETTINGS:
+            setting = registry.SETTINGS[name]
+            spec = setting.slider
+            common = dict(value=self._size(setting.rest), min=self._size(spec.low),
+                          max=self._size(spec.high), step=spec.step, description=spec.label,
+                          continuous_update=False, style=style, layout=layout)
+            if setting.valid.integer:
+                out[name] = w.IntSlider(**common)
+            else:  # as many decimals as the step has, at least two
+                decimals = max(2, len(f"{spec.step:g}".partition(".")[2]))
+                out[name] = w.FloatSlider(readout_format=f".{decimals}f", **common)
+        return out
 
-        def fslider(desc, value, lo, hi, step, fmt=".2f"):
-            return w.FloatSlider(value=value, min=lo, max=hi, step=step, description=desc,
-                                 readout_format=fmt, continuous_update=False, style=style,
-                                 layout=layout)
-
-        return {
-            "temperature": fslider("temperature", 1.0, 0.0, 2.0, 0.05),
-            "top_k": w.IntSlider(value=self.V, min=1, max=self.V, description="top-k",
-                                 continuous_update=False, style=style, layout=layout),
-            "top_p": fslider("top-p", 1.0, 0.01, 1.0, 0.01),
-            "min_p": fslider("min-p", 0.0, 0.0, 1.0, 0.01),
-            "typical_p": fslider("typical mass", 1.0, 0.01, 1.0, 0.01),
-            "epsilon": fslider("epsilon", 0.0, 0.0, 0.1, 0.001, ".3f"),
-            "eta": fslider("eta", 0.0, 0.0, 0.1, 0.001, ".3f"),
-        }
+    def _size(self, value):
+        """A slider's value, ``registry.VOCAB`` standing for the vocabulary's size."""
+        return self.V if value == registry.VOCAB else value
 
     def config(self) -> dict:
         return {name: s.value for name, s in self.sliders.items()}
@@ -543,7 +546,7 @@ class LiveExplorer:
 
     def reset(self, *_):
         for name, s in self.sliders.items():
-            s.value = self.V if name == "top_k" else OFF[name]
+            s.value = self._size(registry.SETTINGS[name].rest)
 
 
 def live_explorer(model, tok, context: str = START_OF_WORD, seed: int = 0,

@@ -1,6 +1,6 @@
 """Live explorers: the real model, running in the reader's browser on the static site.
 
-    import shakespeare_lm as slm
+    from shakespeare_lm.site import live
     live.explorer("truncation")    # chapter 3: every rule on your own context, and samples
     live.explorer("step")          # chapter 1: one character at a time, the KV cache filling
     live.explorer("speculative")   # chapter 6: draft proposals kept or rejected, acceptance
@@ -10,12 +10,15 @@
 
 Each returns an HTML fragment (an ``IPython.display.HTML``): a text box for the reader's
 context, Sample and Continue buttons and a view. On the built site, a page that has one
-gets three scripts of ``_static`` (``book/_ext/live_explorers.py`` adds them):
-``slm_vega.js`` (Vega, and the site's script loader), ``slm_runtime.js`` (ONNX Runtime Web
-running the graphs of ``python -m shakespeare_lm.interop.export``, and ``decoding.js``, the
-JavaScript copy of ``shakespeare_lm.decoding``; ``make book`` vendors them) and
-``slm_explorers.js``, which mounts the fragment. No kernel and no network: it works from
-``file://`` and when served. Outside the site (in JupyterLab) there is no ``_static``
+gets the scripts of ``_static`` that ``book/_ext/live_explorers.py`` lists (``SCRIPTS``), in
+this order: ``live/rules.js`` (what the browser needs of the registry of the decoding rules,
+``shakespeare_lm.site.browser_rules``), ``slm_vega.js`` (Vega, and the site's script
+loader), ``slm_runtime.js`` (ONNX Runtime Web running the graphs of
+``python -m shakespeare_lm.interop.export``, and ``decoding.js``, the JavaScript copy of
+``shakespeare_lm.decoding``; ``make book`` vendors them), ``slm_explorers.js``, which mounts
+the fragment, and the explorers with a file of their own (``slm_beam.js``,
+``slm_builder.js``, ``slm_race.js``). No kernel and no network: it works from ``file://``
+and when served. Outside the site (in JupyterLab) there is no ``_static``
 folder, so the fragment says where the live version runs; the chapters' ipywidgets
 explorers are bound to the Python model there.
 """

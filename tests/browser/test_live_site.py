@@ -261,16 +261,19 @@ def test_explorer_html_loads_the_runtime_only_on_the_site():
 
 @pytest.mark.parametrize("page_path", [PAGE] + [p for p, _ in CHAPTER_EXPLORERS])
 def test_pages_with_an_explorer_load_loader_runtime_and_explorers_in_order(page_path):
-    """book/_ext/live_explorers.py: slm_vega.js (the one script loader) before the runtime,
-    the runtime before the explorers; the runtime's decoding is vendored beside the model."""
+    """book/_ext/live_explorers.py: the algorithms (decoding.js, then beam.js and
+    speculative.js, which need it, vendored beside the model) and slm_vega.js (the one script
+    loader) before the runtime, the runtime before the explorers."""
     if not (SITE / page_path).exists():
         missing(f"no {SITE / page_path}: run `make book` first")
     html = (SITE / page_path).read_text("utf-8")
     found = [re.search(rf'<script src="[./]*_static/{name}(\?v=\w+)?"', html)
-             for name in ("slm_vega.js", "slm_runtime.js", "slm_explorers.js")]
+             for name in ("live/decoding.js", "live/beam.js", "live/speculative.js",
+                          "slm_vega.js", "slm_runtime.js", "slm_explorers.js")]
     assert None not in found, found
     assert [m.start() for m in found] == sorted(m.start() for m in found), found
-    assert (SITE / "_static" / "live" / "decoding.js").exists()
+    for name in ("decoding.js", "beam.js", "speculative.js"):
+        assert (SITE / "_static" / "live" / name).exists(), name
 
 
 # --- the bench: python -m tests.browser.test_live_site --------------------------------------------

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from shakespeare_lm.decoding import rules
+from shakespeare_lm.decoding import registry, rules
 from shakespeare_lm.site import explorer
 
 from ..conftest import make_tiny
@@ -32,6 +32,16 @@ def test_off_values_leave_the_distribution_alone():
         "epsilon": None, "eta": None}
 
 
+def test_the_explorers_settings_are_chapter_3s_rules_of_the_registry():
+    assert explorer.SETTINGS == ("temperature", "top_k", "top_p", "min_p", "typical_p",
+                                 "epsilon", "eta")
+    assert explorer.OFF == {"temperature": 1.0, "top_k": None, "top_p": 1.0, "min_p": 0.0,
+                            "typical_p": 1.0, "epsilon": 0.0, "eta": 0.0}
+    assert explorer.RULE_LABELS == {"top_k": "top-k", "top_p": "top-p", "min_p": "min-p",
+                                    "typical_p": "typical", "epsilon": "epsilon", "eta": "eta"}
+    assert all(registry.SETTINGS[n].slider for n in explorer.SETTINGS)
+
+
 def test_unknown_setting_and_bad_value_are_errors():
     with pytest.raises(TypeError, match="top_q"):
         explorer.surviving(torch.zeros(4), top_q=0.5)
@@ -55,8 +65,16 @@ def test_live_explorer_buttons_extend_the_context(model, tok):
     box = explorer.live_explorer(model, tok, context="KATHARINA:\n", seed=1, line_chars=30)
     text, tail, grid, row, status = box.children[:5]
     sliders, buttons = grid.children, row.children
-    assert [s.description for s in sliders] == ["temperature", "top-k", "top-p", "min-p",
-                                                "typical mass", "epsilon", "eta"]
+    assert [s.description for s in sliders] == ["temperature (0 = greedy)", "top-k", "top-p",
+                                                "min-p", "typical mass", "epsilon", "eta"]
+    # the registry's sliders, at rest where the rule is off (top-k at the vocabulary's size)
+    for name, s in zip(explorer.SETTINGS, sliders):
+        spec = registry.SETTINGS[name].slider
+        assert (s.min, s.max, s.step) == tuple(63 if v == registry.VOCAB else v
+                                               for v in (spec.low, spec.high, spec.step)), name
+        assert s.value == (63 if name == "top_k" else explorer.OFF[name]), name
+    assert [s.readout_format for n, s in zip(explorer.SETTINGS, sliders) if n != "top_k"] == [
+        ".2f", ".2f", ".2f", ".2f", ".3f", ".3f"]  # as many decimals as the step, at least 2
     assert status.value.startswith("kept 63 of 63 characters")
     sliders[1].value = 3  # top-k
     assert status.value.startswith("kept 3 of 63 characters")
@@ -77,6 +95,9 @@ def test_live_explorer_buttons_extend_the_context(model, tok):
     text.value = "KATHARINA:\n{"   # not in the vocabulary: an error message, no crash
     assert "not in the vocabulary" in status.value
     assert box.children[5].value == b""  # and no chart of an earlier context beside it
+    sliders[2].value = 0.5  # top-p; then "reset settings" puts every slider back at rest
+    buttons[2].click()
+    assert [s.value for s in sliders] == [1.0, 63, 1.0, 0.0, 1.0, 0.0, 0.0]
 
 
 def test_the_models_own_entropy_does_not_move_with_the_settings(model, tok):

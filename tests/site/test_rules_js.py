@@ -16,6 +16,8 @@ import os
 import random
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -23,7 +25,7 @@ import torch
 from shakespeare_lm.decoding import rules
 from shakespeare_lm.decoding.generate import generate
 from shakespeare_lm.decoding.sampler import DecodingConfig, Sampler
-from shakespeare_lm.site import explorer
+from shakespeare_lm.site import browser_rules, explorer
 from shakespeare_lm.site.figures import STATIC_DIR, read_dataset
 
 from ..conftest import make_tiny
@@ -43,6 +45,7 @@ const fs = require("fs");
 const special = { nan: NaN, inf: Infinity, "-inf": -Infinity };
 const input = JSON.parse(fs.readFileSync(0, "utf8"),
   (k, v) => v && typeof v === "object" && "float" in v ? special[v.float] : v);
+globalThis.SlmRules = require(input.rules);  // what make book writes, before decoding.js
 const D = require(input.module);
 function attempt(f) { try { return f(); } catch (e) { return { error: e.message, name: e.name }; } }
 function same(a, b) { return a.length === b.length && a.every((x, i) => x === b[i]); }
@@ -84,9 +87,11 @@ def _json_safe(value):
 
 
 def run_node(cases: list[dict]) -> list:
-    payload = {"module": str(STATIC_DIR / "decoding.js"), "cases": _json_safe(cases)}
-    done = subprocess.run([NODE, "-e", HARNESS], input=json.dumps(payload), capture_output=True,
-                          text=True, timeout=300)
+    with tempfile.TemporaryDirectory() as folder:  # rules.js, as make book writes it
+        payload = {"module": str(STATIC_DIR / "decoding.js"), "cases": _json_safe(cases),
+                   "rules": str(browser_rules.write(Path(folder)))}
+        done = subprocess.run([NODE, "-e", HARNESS], input=json.dumps(payload),
+                              capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert len(out) == len(cases)

@@ -1,33 +1,30 @@
 /* shakespeare_lm.decoding in JavaScript, the one copy the book's pages run: the rules and
    the penalties of rules.py, DecodingConfig's checks (sampler.py, checks.py) with Python's
    messages word for word, the sampler, the stop sequences, the context window of
-   context_window.py and the steps of generate.py's loop. The same semantics and order, the
-   same float64 thresholds and TOL, ties to the lower id. book/_js/slm_runtime.js generates
+   context_window.py, the steps of generate.py's loop (Generation) and the loop itself
+   (run), the one token loop of every page: it asks the model through a function from
+   contexts to logits, which may answer at once (node) or with a Promise (the page). The
+   same semantics and order, the same float64 thresholds and TOL, ties to the lower id;
+   beam.js and speculative.js build on it. book/_js/slm_runtime.js generates
    with it and the live explorers draw what it computes; chapter 3's kernel-free explorer
    needs none of it (Python computes its distributions, shakespeare_lm/site/explorer.py).
    tests/site/test_rules_js.py runs this file in node against the Python on the same inputs.
 
-   Browser: a classic script that defines window.SlmDecoding. Node: require() it. */
+   Browser: a classic script that defines window.SlmDecoding (after rules.js). Node: require() it. */
 var SlmDecoding = (function () {
   "use strict";
   var TOL = 1e-12;  // rules.TOL: within TOL of a threshold counts as reaching it
-  // DecodingConfig's fields, in its order, and their defaults
-  var FIELDS = ["temperature", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta",
-                "repetition_penalty", "frequency_penalty", "presence_penalty", "seed", "stop",
-                "top_n_sigma", "top_h", "xtc_probability", "xtc_threshold", "dry_multiplier",
-                "dry_base", "dry_allowed_length", "dry_sequence_breakers", "dry_penalty_last_n",
-                "no_repeat_ngram_size", "mirostat_tau", "mirostat_eta", "order"];
-  var DEFAULTS = { temperature: 1.0, stop: [], mirostat_eta: 0.1, order: "transformers" };
-  // DecodingConfig's settings that the browser's sampler does not have (yet): refused
-  var PYTHON_ONLY = ["top_h", "dry_multiplier", "dry_base", "dry_allowed_length",
-                     "dry_sequence_breakers", "dry_penalty_last_n", "no_repeat_ngram_size",
-                     "mirostat_tau", "mirostat_eta", "order"];
-  var XTC_THRESHOLD = 0.1;  // rules.DEFAULTS["xtc_threshold"]
-  // rules.ORDER: the penalties, then temperature and the truncation rules
-  var ORDER = ["repetition_penalty", "frequency_penalty", "presence_penalty", "temperature",
-               "top_n_sigma", "top_k", "top_p", "min_p", "typical_p", "epsilon", "eta",
-               "xtc_probability"];
-  var PARAMS = ["xtc_threshold"];  // a rule's second setting (XTC's), not a step of its own
+  // The lists below come from the registry of the rules (shakespeare_lm/decoding/registry.py)
+  // through rules.js, which make book writes (shakespeare_lm/site/browser_rules.py) and a page
+  // loads before this file; under node, set globalThis.SlmRules = require(".../rules.js") first.
+  if (typeof SlmRules === "undefined") {
+    throw new Error("decoding.js needs rules.js (SlmRules) loaded before it: build the site with make book");
+  }
+  var FIELDS = SlmRules.fields, DEFAULTS = SlmRules.defaults;  // DecodingConfig's fields, in order
+  var PYTHON_ONLY = SlmRules.python_only;  // its settings the browser's sampler lacks: refused
+  var XTC_THRESHOLD = SlmRules.fallbacks.xtc_threshold;  // XTC's threshold when left out
+  var ORDER = SlmRules.order;  // rules.ORDER: the penalties, then temperature and the truncations
+  var PARAMS = SlmRules.params;  // a rule's other settings (XTC's threshold), no steps of their own
 
   // --- messages: values written as Python's repr writes them ---------------------------
   function reprNumber(x) {
@@ -313,6 +310,18 @@ var SlmDecoding = (function () {
     cfg.stop = stops(cfg.stop);
     return Object.freeze(cfg);
   }
+  /** DecodingConfig.refuse_all_but: a ValueError naming every setting of `cfg` outside
+      `used` that differs from its default, which `decoder` would ignore, and `why`. */
+  function refuseAllBut(cfg, used, decoder, why) {
+    var unused = FIELDS.filter(function (f) {
+      var d = DEFAULTS[f] !== undefined ? DEFAULTS[f] : null;
+      return used.indexOf(f) < 0 && repr(cfg[f]) !== repr(d);
+    }).map(function (f) { return f + "=" + repr(cfg[f]); });
+    if (unused.length) {
+      throw valueError(decoder + " does not use " + unused.join(", ") + ": " + why + "; it takes " +
+                       (used.length ? used.join(", ") : "no decoding settings"));
+    }
+  }
   function isGreedy(cfg) { return cfg.temperature === 0; }
   /** The penalties that are on, by name. */
   function penalties(cfg) {
@@ -361,24 +370,41 @@ var SlmDecoding = (function () {
       return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
     };
   }
-  /** An id drawn from probabilities `p` with one uniform number (inverse CDF in id order). */
-  function draw(p, random) {
-    var u = random(), total = 0, last = 0;
-    for (var i = 0; i < p.length; i++) {
-      if (p[i] > 0) { total += p[i]; last = i; if (u < total) return i; }
-    }
-    return last;
+  /** drafts.draw: the index drawn from unnormalised `weights` (V) with the uniform `u` in
+      [0, 1), by the inverse CDF in id order: the first index whose cumulative weight exceeds
+      u times the total (a weight of 0 is never drawn; past the total, the last one > 0). */
+  function drawWith(weights, u) {
+    var acc = new Float64Array(weights.length), total = 0, i;
+    for (i = 0; i < weights.length; i++) acc[i] = total += weights[i];
+    var x = u * total;
+    for (i = 0; i < acc.length; i++) if (acc[i] > x) return i;
+    for (i = weights.length - 1; i > 0 && !(weights[i] > 0); i--);
+    return i;
   }
+  /** An id drawn from probabilities `p` with the next number of `random` (drawWith). */
+  function draw(p, random) { return drawWith(p, random()); }
   /** Sampler.choose: the argmax when greedy (no random number used), else a draw. */
   function choose(shaped, cfg, random) {
     return isGreedy(cfg) ? argmax(shaped) : draw(softmax(shaped), random);
   }
 
   // --- the checks of generate (checks.py) and the tokenizer's message ----------------------
-  /** check_count: an integer (not a bool) >= low, else the message that names it. */
-  function checkCount(name, value, low, hint) {
-    if (!Number.isInteger(value) || value < low) {
-      throw valueError(name + "=" + repr(value) + " is invalid: " + name + " must be an integer >= " + low + (hint || ""));
+  /** check_count: an integer (not a bool) in [low, high] (high null: no upper bound), else
+      the message that names it. */
+  function checkCount(name, value, low, high, hint) {
+    var bounded = given(high);
+    if (!Number.isInteger(value) || value < low || (bounded && value > high)) {
+      var where = bounded ? "in [" + low + ", " + high + "]" : ">= " + low;
+      throw valueError(name + "=" + repr(value) + " is invalid: " + name + " must be an integer " + where + (hint || ""));
+    }
+  }
+  /** check_number: a finite number in [low, high] (null: unbounded), else the message. */
+  function checkNumber(name, value, low, high, hint) {
+    var lo = given(low), hi = given(high);
+    if (!isNum(value) || (lo && value < low) || (hi && value > high)) {
+      var where = lo || hi ? " in [" + repr(given(low) ? low : null) + ", " + repr(given(high) ? high : null) + "]" : "";
+      throw valueError(name + "=" + repr(value) + " is invalid: " + name + " must be " +
+                       (where ? "a number" : "a finite number") + where + (hint || ""));
     }
   }
   function checkMaxNewTokens(n) { checkCount("max_new_tokens", n, 0); }
@@ -425,42 +451,86 @@ var SlmDecoding = (function () {
     return Math.max(2, Math.floor(i / h) + 1) * h;
   }
 
-  // --- generate.py's loop, for one prompt, without the model ----------------------------------
-  /* A generation in progress: `context()` is what the model must see next (null when done);
-     `push(logits)` chooses the next id from the model's logits after it. The model's
-     vocabulary `chars`, its context window `block`, then what generate takes; `overflow` is
-     its context_overflow, "stop" (end with "context_window") or "slide". */
-  function Generation(chars, block, prompt, maxNewTokens, settings, overflow) {
-    this.cfg = config(settings);
-    this.promptIds = encodePrompt(chars, prompt, block);
-    checkMaxNewTokens(maxNewTokens);
-    var cfg = this.cfg;
-    cfg.stop.forEach(function (s) { encode(chars, s); });  // a stop it cannot write never matches
+  /** DecodingConfig.check_stop_characters: a stop the model cannot write could never match. */
+  function checkStopCharacters(chars, cfg) { cfg.stop.forEach(function (s) { encode(chars, s); }); }
+  /** check_context_overflow: whether `overflow` ("stop", the default, or "slide") slides. */
+  function checkOverflow(overflow) {
     overflow = given(overflow) ? overflow : "stop";
     if (overflow !== "stop" && overflow !== "slide") {
       throw valueError("context_overflow=" + repr(overflow) + " is invalid: it must be " +
                        "'stop' (end with stop_reason 'context_window') or 'slide'");
     }
+    return overflow === "slide";
+  }
+
+  // --- loops that run as well on a model that answers at once as on one that answers later --
+  function isPromise(x) { return !!x && typeof x.then === "function"; }
+  /** fn(x), once x has resolved if it is a Promise: a result, or a Promise of it. */
+  function then(x, fn) { return isPromise(x) ? x.then(fn) : fn(x); }
+  /** Call `step()` until it returns something other than undefined (or a Promise of it),
+      and return that (or a Promise of it). A step that answers at once loops here, one
+      that answers later chains Promises, so neither grows the stack. */
+  function repeat(step) {
+    for (;;) {
+      var r = step();
+      if (isPromise(r)) return r.then(function (v) { return v === undefined ? repeat(step) : v; });
+      if (r !== undefined) return r;
+    }
+  }
+
+  // --- generate.py's loop, for one prompt, without the model ----------------------------------
+  /* A generation in progress: `context()` is what the model must see next (null when done);
+     `push(logits)` chooses the next id from the model's logits after it; run() is the loop.
+     The model's vocabulary `chars`, its context window `block`, then what generate takes;
+     `overflow` is its context_overflow, "stop" (end with "context_window") or "slide". */
+  function Generation(chars, block, prompt, maxNewTokens, settings, overflow) {
     this.chars = chars;
+    this.cfg = config(settings);
+    this.promptIds = encodePrompt(chars, prompt, block);
+    checkMaxNewTokens(maxNewTokens);
+    checkStopCharacters(chars, this.cfg);
+    this.slide = checkOverflow(overflow);
     this.block = block;
     this.maxNewTokens = maxNewTokens;
-    this.slide = overflow === "slide";
-    this.random = isGreedy(cfg) ? null : generator(cfg.seed);
+    this.random = generator(this.cfg.seed);  // greedy draws none
     this.ids = [];
     this.logprobs = [];
     this.text = "";
     this.stopReason = maxNewTokens > 0 ? null : "max_tokens";
   }
+  /** The settings the next tokens are chosen under (checked as generate checks them); the
+      seed's generator goes on as it was (reseed starts another). */
+  Generation.prototype.reconfigure = function (settings) {
+    var cfg = config(settings);
+    checkStopCharacters(this.chars, cfg);
+    this.cfg = cfg;
+  };
+  /** The next draws use the generator of `seed` from its `skip`-th number on. */
+  Generation.prototype.reseed = function (seed, skip) {
+    this.random = generator(seed);
+    for (var i = 0; i < skip; i++) this.random();
+  };
+  /** Forget the new tokens after the first `length` (a reader going back); it goes on. */
+  Generation.prototype.rewind = function (length) {
+    this.ids = this.ids.slice(0, length);
+    this.logprobs = this.logprobs.slice(0, length);
+    this.text = this.ids.map(function (id) { return this.chars[id]; }, this).join("");
+    this.stopReason = this.ids.length < this.maxNewTokens ? null : "max_tokens";
+  };
   /** The ids the model sees before the next character (the history the penalties count),
       or null when the generation has ended (see stopReason). */
   Generation.prototype.context = function () {
     if (this.stopReason) return null;
-    var all = this.promptIds.concat(this.ids), i = all.length;
-    if (!this.slide && i >= this.block) {
+    if (!this.slide && this.promptIds.length + this.ids.length >= this.block) {
       this.stopReason = "context_window";
       return null;
     }
-    return this.slide ? all.slice(windowStart(i, this.block)) : all;
+    return this.window();
+  };
+  /** The ids the model would see before the next character, whether or not it comes. */
+  Generation.prototype.window = function () {
+    var all = this.promptIds.concat(this.ids);
+    return this.slide ? all.slice(windowStart(all.length, this.block)) : all;
   };
   /** Why a text ends after its latest token (stopping.StopCheck.reason, without a
       constraint): "stop_sequence" when it ends with one of cfg.stop, "max_tokens" when it
@@ -469,12 +539,13 @@ var SlmDecoding = (function () {
     if (cfg.stop.some(function (s) { return text.endsWith(s); })) return "stop_sequence";
     return newTokens === maxNewTokens ? "max_tokens" : null;
   }
-  /** Choose the next character from the model's `logits` after `context()`: {id, char,
-      probs (the distribution it was drawn from), stopReason}. */
-  Generation.prototype.push = function (logits) {
+  /** Choose the next character from the model's `logits` after `context()` (or take `id`,
+      a reader's choice): {id, char, probs (the distribution it was drawn from), stopReason}. */
+  Generation.prototype.push = function (logits, id) {
     var history = this.context();
     if (history === null) throw new Error("the generation has ended (" + this.stopReason + ")");
-    var shaped = shape(logits, history, this.cfg, this.random), id = choose(shaped, this.cfg, this.random);
+    var shaped = shape(logits, history, this.cfg, given(id) ? null : this.random);
+    if (!given(id)) id = choose(shaped, this.cfg, this.random);
     this.ids.push(id);
     this.logprobs.push(logSoftmax(logits)[id]);
     this.text += this.chars[id];
@@ -484,6 +555,22 @@ var SlmDecoding = (function () {
   Generation.prototype.result = function () {
     return { text: this.text, ids: this.ids.slice(), logprobs: this.logprobs.slice(), stopReason: this.stopReason };
   };
+  /** generate's loop: up to `steps` more tokens of `g` (all it has left when null), each
+      chosen from `model([context])`'s one row of logits (model: contexts, arrays of ids, ->
+      logits rows, or a Promise of them), then onStep(chosen, logits, context) (a Promise it
+      returns is waited for). Returns g.result(), or a Promise of it. */
+  function run(g, model, steps, onStep) {
+    var left = given(steps) ? steps : Infinity;
+    return repeat(function () {
+      var context = left > 0 ? g.context() : null;
+      if (context === null) return g.result();
+      left--;
+      return then(model([context]), function (rows) {
+        var chosen = g.push(rows[0]);
+        return then(onStep ? onStep(chosen, rows[0], context) : null, function () {});
+      });
+    });
+  }
 
   return {
     TOL: TOL, FIELDS: FIELDS, ORDER: ORDER, repr: repr, valueError: valueError,
@@ -493,9 +580,11 @@ var SlmDecoding = (function () {
     counts: counts, repetition_penalty: repetitionPenalty, frequency_penalty: frequencyPenalty,
     presence_penalty: presencePenalty, validate: validate, compose: compose,
     stops: stops, config: config, isGreedy: isGreedy, penalties: penalties, truncation: truncation,
-    shape: shape, distribution: distribution, probs: probs, generator: generator, draw: draw,
-    choose: choose, checkCount: checkCount, checkMaxNewTokens: checkMaxNewTokens, encode: encode, encodePrompt: encodePrompt,
-    windowStart: windowStart, windowEnd: windowEnd, stopReason: stopReason, Generation: Generation
+    refuseAllBut: refuseAllBut, shape: shape, distribution: distribution, probs: probs, generator: generator,
+    drawWith: drawWith, draw: draw, choose: choose, checkCount: checkCount, checkNumber: checkNumber,
+    checkMaxNewTokens: checkMaxNewTokens, checkStopCharacters: checkStopCharacters, checkOverflow: checkOverflow, encode: encode, encodePrompt: encodePrompt,
+    windowStart: windowStart, windowEnd: windowEnd, stopReason: stopReason, then: then, repeat: repeat,
+    Generation: Generation, run: run
   };
 })();
 if (typeof module !== "undefined" && module.exports) module.exports = SlmDecoding;
