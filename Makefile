@@ -77,9 +77,13 @@ book/_vendor/.stamp: node_modules/.package-lock.json $(STAMP) $(ONNX)/.stamp sha
 
 book: $(STAMP) book/_vendor/.stamp
 	$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	@# Sphinx copies html_static_path only when some page is rebuilt: a changed script or
+	@# stylesheet alone would leave the old copy in _static (same order: the theme's, then ours)
+	cp -R book/_vendor/. book/_js/. _build/html/_static/
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
-# --- tests: ruff (the rules in pyproject.toml); then unit tests, every notebook re-executed
+# --- tests: ruff (the rules in pyproject.toml) and ESLint (eslint.config.js, from npm's
+# devDependencies, which npm ci installs); then unit tests, every notebook re-executed
 # and compared (under the pinned numerics by nbval, and once more under native kernels by
 # tests/site/test_portable_outputs.py), the built site in a browser. The chapters' timings
 # run on one thread with OpenMP's passive wait policy (SLM_TIMING_THREADS=1, read by
@@ -87,6 +91,7 @@ book: $(STAMP) book/_vendor/.stamp
 # compares their timings.
 test: book
 	$(BIN)/ruff check .
+	node_modules/.bin/eslint --max-warnings 0 book/_js shakespeare_lm/site/static
 	$(PINNED) SLM_TIMING_THREADS=1 $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu and not portable" -p no:cacheprovider
 
 # The stored outputs hold under native numerics too: every page re-executed once more without

@@ -10,13 +10,19 @@
      step          generation one character at a time: the bars are the distribution the
                    character is drawn from (at the temperature), the outline the model's own;
                    the KV cache filling slot by slot
-     speculative   the draft proposes, the main model keeps or rejects; the acceptance shown
+     speculative   the draft proposes, the target keeps or rejects; the acceptance shown
                    is the chapter's alpha, accepted over tested proposals
 
    Each has "Try this" presets (settings and a context, and what to look for), and a seed box:
    the same context, settings and seed give the same text. A failed action (an unknown
    character, a bad setting) clears what is on screen, so nothing stale stays beside the error.
-   The controls' limits that depend on the model (top-k's maximum) come from its config. */
+   The controls' limits that depend on the model (top-k's maximum) come from its config.
+   Every colour and the symbols of a space and a newline come from live/style.js
+   (shakespeare_lm.site.style, which make book writes), loaded before this file.
+
+   window.slmExplorers.util holds what every explorer's file (slm_beam.js, slm_builder.js,
+   slm_race.js) draws and binds with: elements (el, svg), the inputs, the messages, the
+   style. */
 (function () {
   "use strict";
   if (window.slmExplorers) { window.slmExplorers.mountAll(); return; }
@@ -29,28 +35,38 @@
   var LINE = 160;  // characters per Sample / Continue, until the reader sets another length
   var DATASET = { truncation: "chars", step: "top" };  // what each chart draws (shakespeare_lm.site.live)
   var BLANK_LINE = "\n\n";
-  // the speculative explorer's colours: one meaning each, every one named in its legend
-  var ROUND_COLOURS = [
-    ["accepted", "#c8f0c8", "kept proposal"], ["rejected", "#f6c6c6", "rejected proposal"],
-    ["unchecked", "#e4e4e4", "never checked (after a rejection)"],
-    ["replacement", "#ffd9a0", "replacement, drawn from the residual r"],
-    ["bonus", "#cfe0ff", "bonus, drawn from p (every proposal kept)"]];
+  var STYLE = window.SlmStyle;  // shakespeare_lm.site.style: colours, symbols, fonts
+  if (!STYLE) throw new Error("slm_explorers.js needs live/style.js (SlmStyle) loaded before it: build the site with make book");
+  var NS = "http://www.w3.org/2000/svg";
+  // the speculative explorer's colours (STYLE.round_colours): one meaning each, every one
+  // named in its legend with these words
+  var ROUND_WORDS = {
+    accepted: "kept proposal", rejected: "rejected proposal", unchecked: "never checked (after a rejection)",
+    replacement: "replacement, drawn from the residual r", bonus: "bonus, drawn from p (every proposal kept)" };
 
-  function el(tag, attrs, parent, text) {
-    var e = document.createElement(tag);
+  // --- elements and words ------------------------------------------------------------------
+  function filled(e, attrs, parent, text) {
     for (var k in attrs || {}) e.setAttribute(k, attrs[k]);
     if (text !== undefined) e.textContent = text;
     if (parent) parent.appendChild(e);
     return e;
   }
-  function label(ch) { return { "\n": "\u21b5", " ": "\u2423" }[ch] || ch; }
+  /* An HTML element `tag` with `attrs`, appended to `parent` (if any), holding `text` (if any). */
+  function el(tag, attrs, parent, text) { return filled(document.createElement(tag), attrs, parent, text); }
+  /* The same for an SVG element. */
+  function svg(tag, attrs, parent, text) { return filled(document.createElementNS(NS, tag), attrs, parent, text); }
+  /* A character as the book shows it: a space and a newline as their symbols. */
+  function label(ch) { return STYLE.visible[ch] || ch; }
+  /* `text` on one line: each newline as its symbol. */
+  function inline(text) { return text.replace(/\n/g, STYLE.newline); }
   /* The end of `text` for a title: newlines as the symbol the charts use. */
-  function tail(text, n) {
-    return "\u2026" + text.slice(-n).replace(/\n/g, "\u21b5");  // as the kernel-free explorer's titles
-  }
+  function tail(text, n) { return "\u2026" + inline(text.slice(-n)); }  // as the kernel-free explorer's titles
+  function sum(xs) { return xs.reduce(function (a, b) { return a + b; }, 0); }
+  /* `x` to `digits` decimals with a typographic minus sign (svg.signed). */
+  function signed(x, digits) { return (x < 0 ? "\u2212" : "") + Math.abs(x).toFixed(digits); }
   // the model (with its decoding), its charts (Vega-Lite specs, live/charts.js) and Vega to draw them
   var runtime = window.slm && window.slmVega ?
-    Promise.all([window.slm.loadAsset("charts.js"), window.slmVega.ready]).then(function () { return window.slm.ready; }) :
+    window.slm.loadAsset("charts.js").then(function () { return window.slm; }) :  // Vega comes with the first chart
     Promise.reject(new Error("slm_vega.js and slm_runtime.js must be loaded before slm_explorers.js: build the site with `make book`"));
   runtime.catch(function () {});  // reported by each explorer
 
@@ -70,12 +86,12 @@
                    buttons, "Sample");
     ui.cont = el("button", { class: "slm-continue", type: "button", disabled: "", style: "white-space:nowrap" },
                  buttons, "Continue");
-    ui.status = el("span", { class: "slm-status", style: "font-family:monospace;color:#555" }, buttons,
-                   "loading the model into the page\u2026");
+    ui.status = el("span", { class: "slm-status", style: "font-family:monospace;color:" + STYLE.faint_ink }, buttons,
+                   "getting the explorer ready\u2026");
     ui.view = el("div", { class: "slm-view" }, root);
     ui.chartBox = el("div", { class: "slm-chart" }, ui.view);
     ui.output = el("pre", { class: "slm-output", style: "white-space:pre-wrap;min-height:2.5em;" +
-      "background:#f7f7f7;padding:.4em;font-size:13px" }, root);
+      "background:" + STYLE.text_box + ";padding:.4em;font-size:13px" }, root);
     return ui;
   }
   /* A range input for RULE_INPUTS' `spec`; "V" stands for the model's vocabulary size. Its
@@ -83,15 +99,36 @@
   function slider(ui, spec, model) {
     var limit = function (v) { return v === "V" ? model.config.vocab_size : v; };
     var name = spec[0], off = limit(spec[5]);
-    var wrap = el("label", { style: "display:flex;gap:.4em;align-items:center;font-size:13px" }, ui.controls);
-    el("span", { style: "min-width:10em" }, wrap, spec[1]);
-    var input = el("input", { type: "range", min: limit(spec[2]), max: limit(spec[3]), step: spec[4], value: off,
-                              "data-name": name, "data-off": off, "data-default": off, style: "width:9em" }, wrap);
-    var out = el("output", { style: "font-family:monospace;min-width:4em" }, wrap);
-    function show() { out.textContent = +input.value === off && name !== "temperature" ? "off" : input.value; }
+    var input = field(ui.controls, spec[1], { type: "range", min: limit(spec[2]), max: limit(spec[3]), step: spec[4],
+                                              value: off, "data-name": name, "data-off": off, "data-default": off,
+                                              style: "width:9em" });
+    input.previousSibling.style.minWidth = "10em";
+    readout(input, "4em", function (v) { return +v === off && name !== "temperature" ? "off" : v; });
+    return input;
+  }
+  /* gamma, the speculative rounds' proposals, as a slider that starts at `value`. */
+  function gammaSlider(ui, m, value) {
+    var gamma = slider(ui, ["gamma", "gamma (proposals a round)", 1, 8, 1, null], m);
+    gamma.value = value;
+    gamma.setAttribute("data-default", String(value));
+    gamma.dispatchEvent(new Event("input"));
+    return gamma;
+  }
+  /* A control of the controls' row in `parent`: the words `text`, then an <input> of `attrs`
+     (`title`: what it does, shown on hover). */
+  function field(parent, text, attrs, title) {
+    var wrap = el("label", Object.assign({ style: "display:flex;gap:.4em;align-items:center;font-size:13px" },
+                                         title ? { title: title } : {}), parent);
+    el("span", {}, wrap, text);
+    return el("input", attrs, wrap);
+  }
+  /* An <output> after `input` (`width` its least width) that shows format(value) as it moves. */
+  function readout(input, width, format) {
+    var out = el("output", { style: "font-family:monospace;min-width:" + width }, input.parentNode);
+    function show() { out.textContent = format ? format(input.value) : input.value; }
     input.addEventListener("input", show);
     show();
-    return input;
+    return out;
   }
   /* A box of the options row: a number (`value` its default), or a checkbox (`value` true/false). */
   function box(ui, name, text, value, attrs, title) {
@@ -131,34 +168,51 @@
     if (s.xtc_threshold !== undefined && s.xtc_probability === undefined) delete s.xtc_threshold;  // XTC is off
     return s;
   }
+  /* The settings of a Sample press from its boxes: generate's (a blank line ends the text if
+     `stop` is ticked), `n` characters, the `first` seed; throws the reader's error. */
+  function sampleSettings(inputs, length, seed, stop) {
+    var s = settingsOf(inputs), n = count(length, 1), first = count(seed, 0);
+    if (stop.checked) s.stop = BLANK_LINE;
+    return { s: s, n: n, first: first };
+  }
   function busy(ui, on) { ui.sample.disabled = ui.cont.disabled = on; }
   /* An action failed: say why, and clear what is on screen (it belongs to an earlier action). */
   function fail(ui, e) {
     ui.status.textContent = String(e.message || e);
-    ui.status.style.color = "#b00";
+    ui.status.style.color = STYLE.error_ink;
     ui.failed = true;
     ui.output.textContent = "";
     ui.view.style.display = "none";
     busy(ui, false);
   }
   /* A message while an action runs: what is on screen stays as it is. */
-  function progress(ui, text) { ui.status.textContent = text; ui.status.style.color = "#555"; }
+  function progress(ui, text) { ui.status.textContent = text; ui.status.style.color = STYLE.faint_ink; }
   /* An action succeeded: its message, and the view shown again. */
   function ok(ui, text) { progress(ui, text); ui.failed = false; ui.view.style.display = ""; }
-  function showText(ui, context, added, extra) {
+  /* The end of `context` (the last `keep` characters, 200 if not given) in the secondary ink. */
+  function showContext(ui, context, keep) {
     ui.output.textContent = "";
-    el("span", { style: "color:#888" }, ui.output, context.slice(-200));
-    el("span", { class: "slm-new", style: "font-weight:bold;background:#e3f0ff" }, ui.output, added);
-    if (extra) ui.output.appendChild(extra);
+    el("span", { style: "color:" + STYLE.faint_ink }, ui.output, context.slice(-(keep || 200)));
+  }
+  /* Text that an action just wrote, after what is in the output. */
+  function showNew(ui, added) {
+    el("span", { class: "slm-new", style: "font-weight:bold;background:" + STYLE.new_text }, ui.output, added);
+  }
+  function showText(ui, context, added) {
+    showContext(ui, context);
+    showNew(ui, added);
   }
   /* Draw `rows` in the explorer's chart (a Vega-Lite spec made in Python, shakespeare_lm.site.live)
      with its parameters set to `params`; the chart is embedded on first use. Its dataset is
-     DATASET[kind], or the spec's only one. */
+     DATASET[kind], or the spec's only one; the first draw has the rows already (Vega warns of an
+     infinite extent on a scale over an empty dataset). */
   function chart(ui, kind, rows, params) {
-    var spec = window.SLM_ASSETS.charts[kind];
-    if (!ui.chartView) ui.chartView = window.slmVega.embed(ui.chartBox, spec);
+    var spec = window.SLM_ASSETS.charts[kind], name = DATASET[kind] || Object.keys(spec.datasets)[0];
+    var first = {};
+    first[name] = rows;  // drawn with its data from the start: no scale over an empty dataset
+    if (!ui.chartView) ui.chartView = window.slmVega.embed(ui.chartBox, spec, first);
     return ui.chartView.then(function (view) {
-      view.data(DATASET[kind] || Object.keys(spec.datasets)[0], rows);
+      view.data(name, rows);
       Object.keys(params).forEach(function (k) { view.signal(k, params[k]); });
       ui.view.style.display = "";  // hidden after a failure; drawn with the new data
       return view.runAsync();
@@ -171,8 +225,8 @@
   function presets(ui, list, run) {
     var row = el("div", { class: "slm-presets", style: ROW + ";font-size:13px" });
     ui.root.insertBefore(row, ui.options.nextSibling);
-    el("span", { style: "color:#595959" }, row, "Try this:");
-    var hint = el("div", { class: "slm-hint", style: "font-size:13px;color:#222;margin:0 0 .3em" });
+    el("span", { style: "color:" + STYLE.faint_ink }, row, "Try this:");
+    var hint = el("div", { class: "slm-hint", style: "font-size:13px;color:" + STYLE.ink + ";margin:0 0 .3em" });
     ui.root.insertBefore(hint, row.nextSibling);
     list.forEach(function (p) {
       var b = el("button", { type: "button", title: p.sets, style: "font-size:12px" }, row, p.label);
@@ -240,19 +294,16 @@
     }
     function write(more) {
       busy(ui, true);
-      var s, n, first;
+      var a;
       try {
-        s = settingsOf(inputs);
-        n = count(length, 1);
-        first = count(seed, 0);
-        if (stop.checked) s.stop = BLANK_LINE;
-        s.context_overflow = "slide";  // a text longer than the window goes on, as generate's slide
-        D.config(Object.assign({}, s, { context_overflow: undefined }));
+        a = sampleSettings(inputs, length, seed, stop);
+        a.s.context_overflow = "slide";  // a text longer than the window goes on, as generate's slide
+        D.config(Object.assign({}, a.s, { context_overflow: undefined }));
       } catch (e) { return Promise.resolve(fail(ui, e)); }
       if (!more) { text = ""; continued = 0; } else continued++;
-      var context = ui.context.value + text, used = first + continued;
+      var context = ui.context.value + text, used = a.first + continued;
       progress(ui, "sampling\u2026");
-      return window.slm.sample(context.slice(-block), n, s, used).then(function (r) {
+      return window.slm.sample(context.slice(-block), a.n, a.s, used).then(function (r) {
         showText(ui, ui.context.value + text, r.text);
         text += r.text;
         ok(ui, (more ? "continued" : "sampled") + " " + r.text.length + " characters (seed " + used + ", " +
@@ -274,23 +325,21 @@
   /* The KV cache as `used` slots of the context window filled, in each layer. */
   function drawCache(ui, m, used) {
     var c = m.config, W = 900, cell = W / c.block_size;
-    var svg = ui.cacheSvg || (ui.cacheSvg = document.createElementNS("http://www.w3.org/2000/svg", "svg"));
-    svg.setAttribute("viewBox", "0 0 " + W + " " + (c.n_layer * 14 + 4));
-    svg.setAttribute("width", "100%");
-    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var box = ui.cacheSvg || (ui.cacheSvg = svg("svg", {}));
+    box.setAttribute("viewBox", "0 0 " + W + " " + (c.n_layer * 14 + 4));
+    box.setAttribute("width", "100%");
+    while (box.firstChild) box.removeChild(box.firstChild);
+    var fill = [STYLE.colours.blue, STYLE.colours.orange, STYLE.empty];  // filled before, this step, empty
     for (var l = 0; l < c.n_layer; l++) for (var j = 0; j < c.block_size; j++) {
-      var r = document.createElementNS(svg.namespaceURI, "rect");
-      r.setAttribute("x", j * cell); r.setAttribute("y", 2 + l * 14);
-      r.setAttribute("width", Math.max(cell - 0.6, 0.5)); r.setAttribute("height", 12);
-      r.setAttribute("fill", j < used - 1 ? "#0072B2" : j === used - 1 ? "#E69F00" : "#eeeeee");
-      svg.appendChild(r);
+      svg("rect", { x: j * cell, y: 2 + l * 14, width: Math.max(cell - 0.6, 0.5), height: 12,
+                    fill: fill[j < used - 1 ? 0 : j === used - 1 ? 1 : 2] }, box);
     }
     // keys and values of every layer, 4-byte floats (the graphs' float32 cache); KB = 1,000 bytes
     var perSlot = 2 * c.n_layer * c.d_model * 4;
     ui.cache.textContent = "KV cache: " + used + " of " + c.block_size + " slots filled in each of " + c.n_layer +
       " layers (blue: filled before, orange: written this step, grey: empty). Keys and values in 4-byte floats take " +
       perSlot.toLocaleString("en-US") + " bytes a slot: " + (used * perSlot / 1000).toFixed(1) + " KB now.";
-    ui.cache.appendChild(svg);
+    ui.cache.appendChild(box);
   }
   /* The step explorer's step of `run` (its generation, model and seed) that chose `chosen`
      from the model's `logits` after `context`: the distribution it was drawn from and the
@@ -379,86 +428,91 @@
       look: "most proposals are kept (green): the draft knows the plays' words and spelling." },
     { label: "greedy", context: "KATHARINA:\nMoved! in good time: let him that moved you ",
       settings: { gamma: 4, length: 120, temperature: 0 }, sets: "the same, at temperature 0",
-      look: "a proposal is kept only where the draft's most probable character is the main model's: " +
+      look: "a proposal is kept only where the draft's most probable character is the target's: " +
             "every seed gives the same rounds, and here fewer are kept than at temperature 1." },
     { label: "gamma 8", context: "KATHARINA:\nMoved! in good time: let him that moved you ",
       settings: { gamma: 8, length: 120 }, sets: "gamma 8, temperature 1",
       look: "more grey proposals, never checked after a rejection; characters per pass never exceeds 1/(1 \u2212 \u03b1)." }];
   function speculative(ui, m) {
-    var inputs = { temperature: slider(ui, RULE_INPUTS[0], m) }, text = "", totals = null;
-    var gamma = slider(ui, ["gamma", "gamma (proposals a round)", 1, 8, 1, null], m);
-    gamma.value = 4;
-    gamma.setAttribute("data-default", "4");
-    gamma.dispatchEvent(new Event("input"));
-    var length = lengthBox(ui, "characters per Sample", LINE / 2, 2000), stop = stopBox(ui), seed = seedBox(ui);
-    var colour = {};
+    var st = { inputs: { temperature: slider(ui, RULE_INPUTS[0], m) }, text: "", totals: null };
+    st.gamma = gammaSlider(ui, m, 4);
+    st.length = lengthBox(ui, "characters per Sample", LINE / 2, 2000);
+    st.stop = stopBox(ui);
+    st.seed = seedBox(ui);
+    roundsView(ui);
+    ui.sample.onclick = function () { runRounds(ui, m, st, false); };
+    ui.cont.onclick = function () { runRounds(ui, m, st, true); };
+    ui.cont.title = "go on from the text so far, with the next seed; the counts add up";
+    ui.context.addEventListener("input", function () { st.text = ""; st.totals = null; });
+    presets(ui, SPECULATIVE_PRESETS, function () { return runRounds(ui, m, st, false); });
+  }
+  /* The legend of the rounds' colours, and the box the rounds are drawn in. */
+  function roundsView(ui) {
     var legend = el("div", { class: "slm-legend", style: "display:flex;flex-wrap:wrap;gap:.3em .8em;font-size:12px;" +
                              "margin:.2em 0" }, ui.view);
-    ROUND_COLOURS.forEach(function (c) {
-      colour[c[0]] = c[1];
-      el("span", { "data-what": c[0], style: chip(c[0]) }, legend, c[2]);
+    Object.keys(ROUND_WORDS).forEach(function (what) {
+      el("span", { "data-what": what, style: chip(what) }, legend, ROUND_WORDS[what]);
     });
     ui.rounds = el("div", { class: "slm-rounds", style: "font-family:monospace;font-size:13px;line-height:1.9;" +
       "max-height:12em;overflow-y:auto" }, ui.view);
-    function chip(what) {
-      return "padding:0 2px;background:" + ROUND_COLOURS.filter(function (c) { return c[0] === what; })[0][1] +
-             ({ rejected: ";text-decoration:line-through", unchecked: ";color:#666",
-                replacement: ";font-weight:bold", bonus: ";font-weight:bold" }[what] || "");
+  }
+  function chip(what) {
+    return "padding:0 2px;background:" + STYLE.round_colours[what] +
+           ({ rejected: ";text-decoration:line-through", unchecked: ";color:" + STYLE.faint_ink,
+              replacement: ";font-weight:bold", bonus: ";font-weight:bold" }[what] || "");
+  }
+  /* One round: its proposals, kept, rejected or never checked, then the target's character. */
+  function drawRound(ui, r) {
+    var line = el("span", { style: "display:inline-block;margin:0 .5em .2em 0;border:1px solid " + STYLE.separator },
+                  ui.rounds);
+    for (var i = 0; i < r.proposed.length; i++) {
+      var what = i < r.accepted ? "accepted" : i === r.accepted ? "rejected" : "unchecked";
+      el("span", { class: "slm-" + what, "data-what": what, title: ROUND_WORDS[what],
+                   style: chip(what) + ";margin-right:1px" }, line, label(r.proposed[i]));
     }
-    function round(r) {
-      var line = el("span", { style: "display:inline-block;margin:0 .5em .2em 0;border:1px solid #ddd" }, ui.rounds);
-      for (var i = 0; i < r.proposed.length; i++) {
-        var what = i < r.accepted ? "accepted" : i === r.accepted ? "rejected" : "unchecked";
-        el("span", { class: "slm-" + what, "data-what": what, title: ROUND_COLOURS.filter(function (c) {
-          return c[0] === what; })[0][2], style: chip(what) + ";margin-right:1px" }, line, label(r.proposed[i]));
-      }
-      var last = r.bonus ? "bonus" : "replacement";
-      el("span", { class: "slm-" + last, "data-what": last, title: r.bonus ? "from the main model: every proposal kept" :
-        "from the main model, in place of the rejected proposal", style: chip(last) }, line, label(r.next));
-      ui.rounds.scrollTop = ui.rounds.scrollHeight;
+    var last = r.bonus ? "bonus" : "replacement";
+    el("span", { class: "slm-" + last, "data-what": last, title: r.bonus ? "from the target: every proposal kept" :
+      "from the target, in place of the rejected proposal", style: chip(last) }, line, label(r.next));
+    ui.rounds.scrollTop = ui.rounds.scrollHeight;
+  }
+  /* Sample (or, `more`, Continue): rounds until the length, drawn as they come. */
+  function runRounds(ui, m, st, more) {
+    busy(ui, true);
+    var a;
+    try {
+      a = sampleSettings(st.inputs, st.length, st.seed, st.stop);
+      window.slm.decoding.config(a.s);
+    } catch (e) { return Promise.resolve(fail(ui, e)); }
+    if (!more || !st.totals) {
+      st.text = "";
+      st.totals = { rounds: 0, drafted: 0, proposed: 0, accepted: 0, runs: 0 };
+      ui.rounds.textContent = "";
     }
-    function run(more) {
-      busy(ui, true);
-      var s, n, first;
-      try {
-        s = settingsOf(inputs);
-        n = count(length, 1);
-        first = count(seed, 0);
-        if (stop.checked) s.stop = BLANK_LINE;
-        window.slm.decoding.config(s);
-      } catch (e) { return Promise.resolve(fail(ui, e)); }
-      if (!more || !totals) {
-        text = "";
-        totals = { rounds: 0, drafted: 0, proposed: 0, accepted: 0, runs: 0 };
-        ui.rounds.textContent = "";
-      }
-      var context = ui.context.value + text, used = first + totals.runs, g = +gamma.value;
-      progress(ui, "loading the draft and running rounds\u2026");
-      ui.view.style.display = "";
-      return window.slm.speculative(context.slice(-m.config.block_size), n, g, s, used, function (r) {
-        round(r);
-        showText(ui, ui.context.value + text, r.text);
-      }).then(function (r) {
-        text += r.text;
-        ["rounds", "drafted", "proposed", "accepted"].forEach(function (k) { totals[k] += r[k]; });
-        totals.runs++;
-        var a = totals.accepted / totals.proposed, perPass = text.length / totals.rounds;
-        var bound = totals.proposed > totals.accepted ? (1 / (1 - a)).toFixed(2) : "unbounded (every tested proposal kept)";
-        ok(ui, totals.rounds + " passes of the main model, " + text.length + " characters: " + perPass.toFixed(2) +
+    var totals = st.totals, context = ui.context.value + st.text, used = a.first + totals.runs;
+    progress(ui, "loading the draft and running rounds\u2026");
+    ui.view.style.display = "";
+    return window.slm.speculative(context.slice(-m.config.block_size), a.n, +st.gamma.value, a.s, used, function (r) {
+      drawRound(ui, r);
+      showText(ui, ui.context.value + st.text, r.text);
+    }).then(function (r) {
+      st.text += r.text;
+      ["rounds", "drafted", "proposed", "accepted"].forEach(function (k) { totals[k] += r[k]; });
+      totals.runs++;
+      ok(ui, roundsReport(totals, st.text.length, a.first, used));
+      ui.root.setAttribute("data-stats", JSON.stringify(totals));
+      ui.root.setAttribute("data-state", String(st.text.length));
+      busy(ui, false);
+    }).catch(function (e) { fail(ui, e); });
+  }
+  /* What the rounds so far did: characters per pass, its bound 1/(1 - alpha), the acceptance. */
+  function roundsReport(totals, chars, first, used) {
+    var a = totals.accepted / totals.proposed, perPass = chars / totals.rounds;
+    var bound = totals.proposed > totals.accepted ? (1 / (1 - a)).toFixed(2) : "unbounded (every tested proposal kept)";
+    return totals.rounds + " passes of the target, " + chars + " characters: " + perPass.toFixed(2) +
            " characters per pass, at most 1/(1 \u2212 \u03b1) = " + bound + "; acceptance \u03b1 = " +
            (totals.proposed ? (100 * a).toFixed(1) + "%" : "none tested") + " (" + totals.accepted + " kept of " +
            totals.proposed + " proposals tested, " + (totals.drafted - totals.proposed) + " never checked; seed " +
-           (totals.runs > 1 ? first + "\u2013" + used : used) + ")");
-        ui.root.setAttribute("data-stats", JSON.stringify(totals));
-        ui.root.setAttribute("data-state", String(text.length));
-        busy(ui, false);
-      }).catch(function (e) { fail(ui, e); });
-    }
-    ui.sample.onclick = function () { run(false); };
-    ui.cont.onclick = function () { run(true); };
-    ui.cont.title = "go on from the text so far, with the next seed; the counts add up";
-    ui.context.addEventListener("input", function () { text = ""; totals = null; });
-    presets(ui, SPECULATIVE_PRESETS, function () { return run(false); });
+           (totals.runs > 1 ? first + "\u2013" + used : used) + ")";
   }
 
   var KINDS = { truncation: truncation, step: step, speculative: speculative };
@@ -469,10 +523,11 @@
     var ui = frame(root);
     ui.root.slmUi = ui;
     runtime.then(function (slm) {
-      return slm.load().then(function (m) {
+      // the model loads when the reader reaches the explorer (slm_runtime.js)
+      return slm.loadWhenReached(root, function (text) { progress(ui, text); }).then(function (m) {
         var onReady = KINDS[ui.cfg.kind](ui, m);
         busy(ui, false);
-        ok(ui, "the model runs in this page (ONNX Runtime Web); type your own context");
+        ok(ui, "the target model runs in this page (ONNX Runtime Web), " + slm.readyText() + "; type your own context");
         root.setAttribute("data-ready", "1");
         if (onReady) return onReady();
       });
@@ -485,10 +540,13 @@
      screen); util.ok shows the view again. */
   function register(kind, fn) { KINDS[kind] = fn; mountAll(); }
   window.slmExplorers = { mountAll: mountAll, register: register,
-                          util: { el: el, label: label, slider: slider, settingsOf: settingsOf, busy: busy,
-                                  fail: fail, ok: ok, showText: showText, chart: chart, RULE_INPUTS: RULE_INPUTS,
-                                  progress: progress, presets: presets, seedBox: seedBox, lengthBox: lengthBox,
-                                  stopBox: stopBox, count: count, tail: tail } };
+                          util: { el: el, svg: svg, label: label, inline: inline, tail: tail, sum: sum,
+                                  signed: signed, style: STYLE, field: field, readout: readout, box: box,
+                                  slider: slider, gammaSlider: gammaSlider, settingsOf: settingsOf,
+                                  RULE_INPUTS: RULE_INPUTS, seedBox: seedBox, lengthBox: lengthBox,
+                                  stopBox: stopBox, count: count, busy: busy, fail: fail, ok: ok,
+                                  progress: progress, showContext: showContext, showNew: showNew,
+                                  showText: showText, chart: chart, presets: presets } };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);
   mountAll();
 })();

@@ -12,22 +12,19 @@
      the bars     the median milliseconds per character of each, and the ratio of the two
                   medians, named as such
      the summary  the median of the paired ratios, their range and how many pairs
-                  speculative decoding won, the characters per pass of the main model and the
+                  speculative decoding won, the characters per pass of the target and the
                   acceptance, and what ran them: one WebAssembly thread
 
    The two ratios can point different ways when there are few pairs. Only where both say the
    same does the summary name a winner; otherwise it calls the result mixed (tally).
 
-   Both write text with the main model's distribution; at temperature 0 the two texts are the
+   Both write text with the target's distribution; at temperature 0 the two texts are the
    same. The root's data-race holds the results, as JSON. */
 (function () {
   "use strict";
-  var X = window.slmExplorers;
-  if (!X || window.slmRaceRegistered) return;  // slm_explorers.js reports a missing runtime
-  window.slmRaceRegistered = true;
-  var U = X.util, el = U.el;
-  // shakespeare_lm.site.style: PALETTE (Okabe and Ito) and the inks
-  var C = { plain: "#0072B2", spec: "#E69F00", ink: "#222222", faint: "#595959" };
+  if (!window.slmExplorers) return;  // slm_explorers.js reports a missing runtime
+  var U = window.slmExplorers.util, el = U.el, STYLE = U.style;
+  var C = { plain: STYLE.colours.blue, spec: STYLE.colours.orange, faint: STYLE.faint_ink };
   var MAX_PAIRS = 15, MAX_LENGTH = 1000, WARM_UP = 60;
   var START = "KATHARINA:\nMoved! in good time: let him that moved you ";
   var PRESETS = [
@@ -40,7 +37,7 @@
             "never what it is." },
     { label: "gamma 8", context: START, settings: { gamma: 8, length: 200, pairs: 5 },
       sets: "gamma 8, temperature 1, 5 pairs",
-      look: "more characters per pass than at gamma 3, but each pass of the main model reads 9 positions. " +
+      look: "more characters per pass than at gamma 3, but each pass of the target reads 9 positions. " +
             "Which setting wins in your browser?" }];
 
   function median(xs) {
@@ -91,7 +88,7 @@
            (bars > 0 ? "faster" : bars < 0 ? "slower" : "level") + " (ratio " + t.medianRatio.toFixed(2) + ").";
   }
 
-  /* The summary's rest: what a paired ratio is, the range, the main model's characters per
+  /* The summary's rest: what a paired ratio is, the range, the target's characters per
      pass, the acceptance, what ran the race, and whether the two texts were the same. */
   function details(t, results) {
     var rounds = 0, chars = 0, accepted = 0, proposed = 0, cores = navigator.hardwareConcurrency;
@@ -100,7 +97,7 @@
     return { charsPerPass: chars / rounds, acceptance: proposed ? accepted / proposed : 0, text:
       " A pair's ratio is its plain time per character over its speculative time (above 1: speculative " +
       "decoding was faster)" + (t.count > 1 ? "; the " + t.count + " ratios ran from " + t.low.toFixed(2) +
-      " to " + t.high.toFixed(2) : "") + ". The main model made " + (chars / rounds).toFixed(2) +
+      " to " + t.high.toFixed(2) : "") + ". The target made " + (chars / rounds).toFixed(2) +
       " characters per pass; acceptance \u03b1 = " +
       (proposed ? (100 * accepted / proposed).toFixed(1) + "%" : "none tested") +
       ". Measured in this browser, on one WebAssembly thread" +
@@ -111,17 +108,10 @@
   /* The controls: temperature, gamma, characters per run, pairs and the first seed. */
   function controls(ui, m) {
     var c = { inputs: { temperature: U.slider(ui, U.RULE_INPUTS[0], m) } };
-    c.gamma = U.slider(ui, ["gamma", "gamma (proposals a round)", 1, 8, 1, null], m);
-    c.gamma.value = 3;
-    c.gamma.setAttribute("data-default", "3");
-    c.gamma.dispatchEvent(new Event("input"));
+    c.gamma = U.gammaSlider(ui, m, 3);
     c.length = U.lengthBox(ui, "characters per run", 200, MAX_LENGTH);
-    var wrap = el("label", { style: "display:flex;gap:.35em;align-items:center",
-                             title: "how many pairs of runs to time, one plain and one speculative in each" }, ui.options);
-    el("span", {}, wrap, "pairs");
-    c.pairs = el("input", { type: "number", "data-name": "pairs", "data-default": "5", min: 1, max: MAX_PAIRS,
-                            step: 1, style: "width:5.5em" }, wrap);
-    c.pairs.value = 5;
+    c.pairs = U.box(ui, "pairs", "pairs", 5, { min: 1, max: MAX_PAIRS, step: 1 },
+                    "how many pairs of runs to time, one plain and one speculative in each");
     c.seed = U.seedBox(ui);
     ui.sample.textContent = "Race";
     ui.sample.title = "time plain and speculative decoding side by side, pair after pair";
@@ -184,12 +174,11 @@
     });
   }
   function texts(ui, context, r) {
-    ui.output.textContent = "";
     ui.caption.textContent = "Below, the texts of pair " + r.pair + " (seed " + r.seed + "), after your context:";
-    el("span", { style: "color:#888" }, ui.output, context.slice(-120));
+    U.showContext(ui, context, 120);
     [["plain decoding: ", r.plain_text, C.plain], ["speculative decoding: ", r.spec_text, C.spec]].forEach(function (t) {
       el("div", { style: "margin-top:.3em;color:" + t[2] + ";font-weight:bold" }, ui.output, t[0]);
-      el("span", { class: "slm-new", style: "font-weight:bold;background:#e3f0ff" }, ui.output, t[1]);
+      U.showNew(ui, t[1]);
     });
   }
 
@@ -236,5 +225,5 @@
     U.presets(ui, PRESETS, run);
   }
 
-  X.register("race", race);
+  window.slmExplorers.register("race", race);
 })();

@@ -1,10 +1,15 @@
 /* The book's model, live in the page. ONNX Runtime Web (WebAssembly, one thread) runs the
    graphs that `python -m shakespeare_lm.interop.export` writes: they take the new characters and the
    KV cache, and return the logits and the grown cache. `make book` vendors the runtime, its
-   binary and the graphs into _static/live/ as scripts (gzip + base64), because a page opened
-   from file:// may not fetch, but may run <script src>. Nothing leaves the machine.
+   binary and the graphs into _static/live/ twice: as binary files (gzipped), which a served
+   page fetches, and as scripts (gzip + base64), because a page opened from file:// may not
+   fetch, but may run <script src>. Nothing leaves the machine.
 
-     await slm.ready                                 // the main model is loaded
+   Nothing loads until something asks for a model: an explorer when the reader reaches it
+   (loadWhenReached: scrolls it into view, focuses or presses on it), or a call below. Until
+   then the page knows the models' configs and the files' sizes (live/manifest.js).
+
+     await slm.ready                                 // the target model is loaded (reading it asks)
      await slm.nextDistribution("KATHARINA:\n")      // [p(char 0), ..., p(char V-1)]
      await slm.generate(prompt, n, {temperature: 0.8, top_p: 0.95, stop: ["\n\n"]}, seed)
 
@@ -31,70 +36,167 @@
     throw new Error("slm_runtime.js needs live/decoding.js, live/beam.js and live/speculative.js loaded before it: " +
                     "build the site with make book");
   }
+  var MANIFEST = window.SLM_ASSETS && window.SLM_ASSETS.manifest;
+  if (!MANIFEST) throw new Error("slm_runtime.js needs live/manifest.js loaded before it: build the site with make book");
   var D = window.SlmDecoding, S = window.SlmSpeculative;
   var me = document.currentScript && document.currentScript.src;
   var LIVE = me.substring(0, me.lastIndexOf("/") + 1) + "live/";
+  var SERVED = location.protocol === "http:" || location.protocol === "https:";  // else file://: no fetch
+  var ORT_SCRIPT = "ort.wasm.min.js", ORT_MODULE = "ort-wasm-simd-threaded.mjs";
   var models = {}, ortPromise = null, timings = {};
   function mark(what) { timings[what] = Math.round(performance.now()); }  // ms since navigation
 
-  // --- loading: scripts, then gzip+base64 -> bytes, then an ONNX Runtime session -------
+  // --- what loads, and how large it is -------------------------------------------------------
+  /** The files of _static/live/ that `part` ("runtime", or a model's name) loads, as this page
+      gets them: binaries when served, scripts from file://. */
+  function filesOf(part) {
+    if (part === "runtime") {
+      return SERVED ? [ORT_SCRIPT, ORT_MODULE, ORT_MODULE.replace(".mjs", ".wasm.gz")] : [ORT_SCRIPT, "ort_wasm.js"];
+    }
+    return ["model_" + part + (SERVED ? ".onnx.gz" : ".js")];
+  }
+  function megabytes(part) {
+    var bytes = filesOf(part).reduce(function (sum, f) { return sum + MANIFEST.sizes[f]; }, 0);
+    return (bytes / 1e6).toFixed(1) + " MB";
+  }
+  /** What loading the model `name` (the target by default) still has to bring, in words. */
+  function toLoad(name) {
+    name = name || "shakespeare";
+    var what = (name === "shakespeare" ? "the target model" : "the " + name + " model") + " (" + megabytes(name) + ")";
+    return ortPromise ? what : what + " and ONNX Runtime (" + megabytes("runtime") + ")";
+  }
+
+  // --- loading: bytes (fetched, or from scripts), then an ONNX Runtime session ----------------
   /** A script of _static/live/ (a Promise, once per page). */
   function loadAsset(name) { return window.slmVega.loadScript(LIVE + name); }
-  function unpack(b64) {
-    var bytes;
-    if (Uint8Array.fromBase64) bytes = Uint8Array.fromBase64(b64);
-    else {
-      var bin = atob(b64);
-      bytes = new Uint8Array(bin.length);
-      for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
-    }
+  /* `bytes` gunzipped, if they are gzip (a server may have unzipped them on the way): a Promise. */
+  function gunzip(bytes) {
+    if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return Promise.resolve(bytes);
     var stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
     return new Response(stream).arrayBuffer().then(function (b) { return new Uint8Array(b); });
+  }
+  function unpack(b64) {
+    if (Uint8Array.fromBase64) return gunzip(Uint8Array.fromBase64(b64));
+    var bin = atob(b64), bytes = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) bytes[i] = bin.charCodeAt(i);
+    return gunzip(bytes);
+  }
+  /* A binary file of _static/live/, fetched into memory and gunzipped. */
+  function fetchBytes(name) {
+    return fetch(LIVE + name).then(function (r) {
+      if (!r.ok) throw new Error("could not load " + LIVE + name + " (HTTP " + r.status + "): build the site with make book");
+      return r.arrayBuffer();
+    }).then(function (b) { return gunzip(new Uint8Array(b)); });
   }
   function asset(key) {
     var a = window.SLM_ASSETS[key];
     delete window.SLM_ASSETS[key];  // the decoded bytes are all we keep
     return a;
   }
-  function loadOrt() {
-    if (!ortPromise) ortPromise = Promise.all([loadAsset("ort.wasm.min.js"), loadAsset("ort_wasm.js")])
-      .then(function () {
-        var a = asset("ort");
-        mark("runtime scripts");
-        return unpack(a.wasm_gz_b64).then(function (wasm) {
-          mark("wasm bytes");
-          var ort = window.ort;
-          ort.env.wasm.numThreads = 1;  // no SharedArrayBuffer on a file:// page
-          ort.env.wasm.proxy = false;
-          ort.env.wasm.wasmBinary = wasm;
-          // the module that instantiates the binary, from memory (file:// forbids importing files)
-          ort.env.wasm.wasmPaths = { mjs: URL.createObjectURL(new Blob([a.glue], { type: "text/javascript" })) };
-          return ort;
-        });
+  /* ONNX Runtime's binary, and the URL of the module that instantiates it: the file when
+     served; from file://, a module made in memory (such a page may not import files). */
+  function ortBinary() {
+    if (SERVED) {
+      return fetchBytes(filesOf("runtime")[2]).then(function (wasm) { return { wasm: wasm, module: LIVE + ORT_MODULE }; });
+    }
+    return loadAsset("ort_wasm.js").then(function () {
+      var a = asset("ort");
+      return unpack(a.wasm_gz_b64).then(function (wasm) {
+        return { wasm: wasm, module: URL.createObjectURL(new Blob([a.glue], { type: "text/javascript" })) };
       });
+    });
+  }
+  function loadOrt() {
+    if (!ortPromise) ortPromise = Promise.all([loadAsset(ORT_SCRIPT), ortBinary()]).then(function (r) {
+      mark("runtime bytes");
+      var ort = window.ort;
+      ort.env.wasm.numThreads = 1;  // no SharedArrayBuffer to share without cross-origin isolation
+      ort.env.wasm.proxy = false;   // no worker: the page's own thread runs the model
+      ort.env.wasm.wasmBinary = r[1].wasm;
+      ort.env.wasm.wasmPaths = { mjs: r[1].module };
+      return ort;
+    });
     return ortPromise;
   }
-  /** The model `name` ("shakespeare" or "draft"): a Promise of {name, config, chars, session}. */
+  function modelBytes(name) {
+    var file = filesOf(name)[0];
+    if (SERVED) return fetchBytes(file);
+    return loadAsset(file).then(function () { return unpack(asset("model_" + name).onnx_gz_b64); });
+  }
+  /** The model `name` ("shakespeare", the target, or "draft"): a Promise of {name, config,
+      chars, session, ort}. The first call is the first ask: it starts the loading. */
   function load(name) {
     name = name || "shakespeare";
     if (models[name]) return models[name];
-    var a;
-    var bytes = loadAsset("model_" + name + ".js").then(function () {  // unpacked while the runtime compiles
-      a = asset("model_" + name);
-      return unpack(a.onnx_gz_b64);
-    });
-    models[name] = Promise.all([loadOrt(), bytes]).then(function (r) {
+    if (!Object.prototype.hasOwnProperty.call(MANIFEST.models, name)) {
+      return Promise.reject(new Error("model " + JSON.stringify(name) + " is unknown: the site has " +
+                                      Object.keys(MANIFEST.models).map(function (k) { return JSON.stringify(k); }).join(" and ")));
+    }
+    asked();
+    models[name] = Promise.all([loadOrt(), modelBytes(name)]).then(function (r) {  // unpacked while the runtime compiles
       mark(name + " bytes");
       return r[0].InferenceSession.create(r[1], { executionProviders: ["wasm"], graphOptimizationLevel: "all" })
         .then(function (session) {
           mark(name + " session");
-          a.config.head_dim = a.config.d_model / a.config.n_head;
-          return { name: name, config: a.config, chars: a.chars, session: session, ort: r[0] };
+          return { name: name, config: configOf(name), chars: MANIFEST.chars, session: session, ort: r[0] };
         });
     });
     return models[name];
   }
+  function configOf(name) {
+    var c = Object.assign({}, MANIFEST.models[name]);
+    c.head_dim = c.d_model / c.n_head;
+    return c;
+  }
   function decode(model, ids) { return ids.map(function (i) { return model.chars[i]; }).join(""); }
+
+  // --- when: the reader reaches an explorer, or anything asks ----------------------------------
+  var release, anyAsk = new Promise(function (resolve) { release = resolve; });
+  function asked() {
+    if (timings.asked === undefined) mark("asked");
+    release();
+  }
+  /** A Promise that resolves when the reader reaches `element`: scrolls the page while it is
+      in view (one on screen when the page opens waits for the first scroll, so that opening
+      a page loads no model), focuses it or presses on it; or when anything asks for a model. */
+  function reached(element) {
+    return new Promise(function (resolve) {
+      var scrolled = false, inView = false;
+      var watch = new IntersectionObserver(function (entries) {
+        inView = entries[entries.length - 1].isIntersecting;
+        if (inView && scrolled) done();
+      });
+      function onScroll() { scrolled = true; if (inView) done(); }
+      function done() {
+        watch.disconnect();
+        window.removeEventListener("scroll", onScroll);
+        element.removeEventListener("pointerdown", done, true);
+        element.removeEventListener("focusin", done);
+        resolve();
+      }
+      watch.observe(element);
+      window.addEventListener("scroll", onScroll, { passive: true });  // the page's, not a sidebar's
+      element.addEventListener("pointerdown", done, true);  // a disabled button's press too
+      element.addEventListener("focusin", done);
+      anyAsk.then(done);
+    });
+  }
+  /** The target model, loaded once the reader reaches `element` (an explorer), and with it
+      Vega, which draws the explorers' charts (slmVega.ready). say(text) is told what will
+      load and how large it is, then that it is loading. A Promise of the model (load's);
+      readyText() then says how long the model took. */
+  function loadWhenReached(element, say) {
+    say(toLoad() + " will load when you scroll to this explorer or click it");
+    return reached(element).then(function () {
+      say("loading " + toLoad() + "\u2026");
+      return Promise.all([load(), window.slmVega.ready]);
+    }).then(function (r) { return r[0]; });
+  }
+  /** "ready in 2.1 s": from the first ask to the target's session, once it is ready. */
+  function readyText() {
+    var t = timings["shakespeare session"];
+    return t === undefined ? "" : "ready in " + ((t - timings.asked) / 1000).toFixed(1) + " s";
+  }
 
   // --- a KV cache and the ids it holds: feed characters, get their next-character logits ---
   function Stream(model) {
@@ -298,13 +400,13 @@
 
   /** Speculative decoding (Leviathan et al. 2023; speculative.js) with `draft`, "draft" (the
       draft model, the default) or "ngram" (loadNgram's n-gram): each round the draft
-      proposes up to `gamma` characters, the main model scores them all in one pass, and each
-      is kept with probability min(1, p/q); the first rejection is replaced by a draw from
-      max(p - q, 0), and if all are kept a bonus character comes from the main model. Both
+      proposes up to `gamma` characters, the target model scores them all in one pass, and
+      each is kept with probability min(1, p/q); the first rejection is replaced by a draw from
+      max(p - q, 0), and if all are kept a bonus character comes from the target model. Both
       models use the same sampler (`settings` as generate's; the penalties count the text so
       far and the proposals before each). The text slides through context windows as
       generate(context_overflow="slide") does. onRound({proposed (the round's proposals, a
-      string), accepted (how many were kept), next (the main model's character), bonus (true:
+      string), accepted (how many were kept), next (the target model's character), bonus (true:
       every proposal was kept and next is the bonus; false: next replaces the first rejected
       one, drawn from the residual), text, acceptance, rounds}) after each round; a Promise of
       {text, ids, rounds, drafted, proposed, accepted, acceptance, stopReason}, counted as
@@ -378,17 +480,21 @@
       .then(function () { return pair(0); });
   }
 
-  window.slm = {
-    ready: load("shakespeare").then(function (m) {
-      window.slm.chars = m.chars;
-      window.slm.config = m.config;
-      return window.slm;
-    }),
+  var api = {
     decoding: D, beam: window.SlmBeam, speculativeDecoding: S,
-    load: load, loadAsset: loadAsset, nextLogits: nextLogits, nextDistribution: nextDistribution,
+    chars: MANIFEST.chars, config: configOf("shakespeare"), files: MANIFEST.sizes,
+    load: load, loadWhenReached: loadWhenReached, toLoad: toLoad, readyText: readyText,
+    loadAsset: loadAsset, nextLogits: nextLogits, nextDistribution: nextDistribution,
     generate: generate, sample: sample, speculative: speculative, race: race, timings: timings,
     loadNgram: loadNgram, modelFunction: modelFunction,
     Stream: Stream, decode: decode,
     encode: function (text) { return load().then(function (m) { return D.encode(m.chars, text); }); }
   };
+  var ready = null;
+  /* slm.ready: a Promise of slm once the target model is loaded; reading it asks for it. */
+  Object.defineProperty(api, "ready", { enumerable: true, get: function () {
+    if (!ready) ready = load("shakespeare").then(function () { return api; });
+    return ready;
+  } });
+  window.slm = api;
 })();

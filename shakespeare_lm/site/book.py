@@ -23,13 +23,23 @@ vega-embed, which draw the kernel-free figures) from ``node_modules`` (filled by
 static files. Nothing is fetched from a CDN and nothing vendored is committed.
 
 It also vendors the live model (``book/_vendor/live``): ONNX Runtime Web's classic script,
-and, as generated ``.js`` files, its WebAssembly binary and the ONNX graphs that
-``python -m shakespeare_lm.interop.export`` wrote (gzip, then base64). A page opened from
-``file://`` may not ``fetch``, but it may run a ``<script src>``, so every byte the live
-model needs arrives that way; ``book/_js/slm_runtime.js`` decodes them in the page. The
+its WebAssembly binary and the ONNX graphs that ``python -m shakespeare_lm.interop.export``
+wrote, each twice. A served page fetches them as binary files, gzipped (``.wasm.gz``,
+``.onnx.gz``: the binary is 14 MB, 3.7 MB gzipped); a page opened from ``file://`` may not
+``fetch``, but it may run a ``<script src>``, so there the same bytes come as generated
+``.js`` files (gzip, then base64, a third larger). ``manifest.js`` holds what the page knows
+before it loads any of them: the models' characters and configs, and every file's size.
+``book/_js/slm_runtime.js`` loads them when the reader reaches an explorer. The
 live explorers' charts are Vega-Lite specs made in Python (``shakespeare_lm.site.live``),
-written there as ``charts.js``, and what the browser needs of the registry of the decoding
-rules as ``rules.js`` (``shakespeare_lm.site.browser_rules``).
+written there as ``charts.js``, what the browser needs of the registry of the decoding
+rules as ``rules.js`` (``shakespeare_lm.site.browser_rules``), and the explorers' colours and
+symbols as ``style.js`` (``style.browser_style()``: ``book/_js`` types no colour of its own).
+
+Two of the theme's assets are trimmed: pydata-sphinx-theme's ``scripts/fontawesome.js``
+(every Font Awesome icon as SVG and JavaScript, 1.5 MB on every page) is replaced by a note,
+since the theme's icons are drawn by the Font Awesome webfont its stylesheet already
+carries; and MathJax is loaded as its components (``startup.js`` with ``loader.load`` in
+``_config.yml``) without its 0.4 MB contextual menu.
 """
 
 from __future__ import annotations
@@ -45,7 +55,7 @@ from pathlib import Path
 
 from ..paths import NOTEBOOKS_DIR as NOTEBOOKS
 from ..paths import ONNX_DIR, ROOT
-from . import browser_rules
+from . import browser_rules, style
 from .figures import STATIC_DIR as STATIC
 from .lab import without_widget_views
 from .live import chart_specs
@@ -63,7 +73,7 @@ VEGA_FILES = ("vega/build/vega.min.js", "vega-lite/build/vega-lite.min.js",
 def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
     """Copy MathJax, require.js, the widget HTML manager and Vega into ``dest``."""
     manager = src / "@jupyter-widgets" / "html-manager" / "dist"
-    needed = [src / "mathjax" / "es5" / "tex-chtml.js", src / "requirejs" / "require.js",
+    needed = [src / "mathjax" / "es5" / "startup.js", src / "requirejs" / "require.js",
               manager / "embed-amd.js"] + [src / f for f in VEGA_FILES]
     missing = [str(p) for p in needed if not p.exists()]
     if missing:
@@ -82,21 +92,47 @@ def vendor(src: Path = NODE_MODULES, dest: Path = VENDOR) -> None:
     for f in VEGA_FILES:
         text = _without_source_map((src / f).read_text("utf-8"))
         (dest / "vega" / Path(f).name).write_text(text, "utf-8")
+    (dest / "scripts").mkdir()
+    (dest / "scripts" / "fontawesome.js").write_text(FONTAWESOME_NOTE, "utf-8")
     size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
     print(f"vendored MathJax, require.js, the widget HTML manager and Vega into {dest} "
           f"({size / 1e6:.1f} MB)")
     vendor_live(src, dest / "live")
 
 
+# In the place of the theme's _static/scripts/fontawesome.js (html_static_path's files are
+# copied after the theme's, over them).
+FONTAWESOME_NOTE = """/* pydata-sphinx-theme loads this file on every page: Font Awesome's SVG +
+   JavaScript build of every icon (1.5 MB), so that a site can add icons of its own. This
+   book adds none, and the theme's icons are drawn by the Font Awesome webfont that its
+   stylesheet already carries, so `make book` writes this note in its place
+   (shakespeare_lm.site.book.vendor). */
+"""
+
+
+def _gzipped(data: bytes) -> bytes:
+    """gzip at level 9 with mtime 0, so that a rebuild writes the same bytes."""
+    return gzip.compress(data, compresslevel=9, mtime=0)
+
+
 def _packed(data: bytes) -> str:
-    """bytes -> base64 of their gzip (mtime 0, so a rebuild writes the same file)."""
-    return base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+    """bytes -> base64 of their gzip, for a script that a page opened from file:// can run."""
+    return base64.b64encode(_gzipped(data)).decode("ascii")
 
 
 def _asset_script(key: str, value) -> str:
     """A classic script that stores ``value`` (JSON) under ``window.SLM_ASSETS[key]``."""
     return ("window.SLM_ASSETS = window.SLM_ASSETS || {};\n"
             f"window.SLM_ASSETS[{json.dumps(key)}] = {json.dumps(value, separators=(',', ':'))};\n")
+
+
+def style_script() -> str:
+    """``style.js``: a classic script that defines ``SlmStyle``, the explorers' colours and
+    symbols (``style.browser_style()``), loaded before ``slm_explorers.js``."""
+    return ("/* Written by make book from shakespeare_lm/site/style.py "
+            "(shakespeare_lm/site/book.py): do not edit. */\n"
+            f"var SlmStyle = {json.dumps(style.browser_style(), indent=1)};\n"
+            'if (typeof module !== "undefined" && module.exports) module.exports = SlmStyle;\n')
 
 
 def _without_source_map(text: str) -> str:
@@ -138,11 +174,14 @@ def ngram_asset(chars: str, order: int = LIVE_NGRAM_ORDER) -> dict:
 def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
                 onnx_dir: Path = ONNX_DIR) -> None:
     """ONNX Runtime Web (its single-file classic build, the ES module that loads the
-    WebAssembly, the binary) and the exported models, as scripts the page can load from
-    ``file://``; ``decoding.js``, the JavaScript copy of ``shakespeare_lm.decoding`` that the
-    runtime decides every character with (and ``beam.js`` and ``speculative.js``, the copies
-    of beam search and speculative decoding), and ``rules.js``, the registry's rules that it and
-    the explorers read; the explorers' charts and the race's n-gram draft (``ngram_asset``)."""
+    WebAssembly, the binary) and the exported models, as binary files for a served page and
+    as scripts for a page opened from ``file://`` (``_live_binaries``); ``decoding.js``, the
+    JavaScript copy of ``shakespeare_lm.decoding`` that the runtime decides every character
+    with (and ``beam.js`` and ``speculative.js``, the copies of beam search and speculative
+    decoding), and ``rules.js``, the registry's rules that it and the explorers read; the
+    explorers' charts, colours (``style.js``) and the race's n-gram draft (``ngram_asset``);
+    last ``manifest.js``: the models' characters and configs and the size of every file
+    here, which the page shows before it loads them."""
     ort = src / "onnxruntime-web" / "dist"
     vocab = onnx_dir / "vocab.json"
     needed = [ort / f for f in ORT_FILES] + [vocab]
@@ -153,24 +192,38 @@ def vendor_live(src: Path = NODE_MODULES, dest: Path = VENDOR / "live",
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
-    (dest / "ort.wasm.min.js").write_text(_without_source_map((ort / ORT_FILES[0]).read_text()))
-    (dest / "ort_wasm.js").write_text(_asset_script("ort", {
-        "version": json.loads((ort.parent / "package.json").read_text())["version"],
-        "glue": _without_source_map((ort / ORT_FILES[1]).read_text()),
-        "wasm_gz_b64": _packed((ort / ORT_FILES[2]).read_bytes())}))
     meta = json.loads(vocab.read_text())
-    for name, config in meta["models"].items():
-        (dest / f"model_{name}.js").write_text(_asset_script("model_" + name, {
-            "name": name, "chars": meta["chars"], "config": config,
-            "onnx_gz_b64": _packed((onnx_dir / f"{name}.onnx").read_bytes())}))
+    _live_binaries(ort, onnx_dir, sorted(meta["models"]), dest)
     (dest / "ngram.js").write_text(_asset_script("ngram", ngram_asset(meta["chars"])))
     for module in sorted(STATIC.glob("*.js")):  # decoding.js, beam.js, speculative.js
         shutil.copy2(module, dest / module.name)
     (dest / "charts.js").write_text(_asset_script("charts", chart_specs()), "utf-8")
     browser_rules.write(dest)  # rules.js, which decoding.js and the explorers read
-    size = sum(f.stat().st_size for f in dest.rglob("*") if f.is_file())
+    (dest / "style.js").write_text(style_script(), "utf-8")  # the explorers' colours
+    sizes = {f.name: f.stat().st_size for f in sorted(dest.iterdir())}
+    (dest / "manifest.js").write_text(_asset_script("manifest", {
+        "ort_version": json.loads((ort.parent / "package.json").read_text())["version"],
+        "chars": meta["chars"], "models": meta["models"], "sizes": sizes}))
     print(f"vendored ONNX Runtime Web and the models {sorted(meta['models'])} into {dest} "
-          f"({size / 1e6:.1f} MB)")
+          f"({sum(sizes.values()) / 1e6:.1f} MB)")
+
+
+def _live_binaries(ort: Path, onnx_dir: Path, models: list[str], dest: Path) -> None:
+    """ONNX Runtime's classic script; its module, its binary (gzipped) and each model's graph
+    (gzipped), which a served page fetches; and the same bytes as scripts for a page opened
+    from ``file://``: ``ort_wasm.js`` (the module's text and the binary), ``model_<name>.js``."""
+    (dest / ORT_FILES[0]).write_text(_without_source_map((ort / ORT_FILES[0]).read_text()))
+    glue = _without_source_map((ort / ORT_FILES[1]).read_text())
+    wasm = (ort / ORT_FILES[2]).read_bytes()
+    (dest / ORT_FILES[1]).write_text(glue)
+    (dest / (ORT_FILES[2] + ".gz")).write_bytes(_gzipped(wasm))
+    (dest / "ort_wasm.js").write_text(_asset_script("ort", {"glue": glue,
+                                                            "wasm_gz_b64": _packed(wasm)}))
+    for name in models:
+        graph = (onnx_dir / f"{name}.onnx").read_bytes()
+        (dest / f"model_{name}.onnx.gz").write_bytes(_gzipped(graph))
+        (dest / f"model_{name}.js").write_text(_asset_script("model_" + name,
+                                                             {"onnx_gz_b64": _packed(graph)}))
 
 
 def execute(path: Path, timeout: int = 600) -> float:

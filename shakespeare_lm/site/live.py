@@ -33,7 +33,7 @@ from .explorer import START_OF_WORD as DEFAULT_CONTEXT  # the explorers' usual c
 KINDS = {
     "truncation": "Your context, every truncation rule, and continuations under them",
     "step": "Generation one character at a time, and the KV cache filling",
-    "speculative": "Speculative decoding live: the draft model proposes, the main model verifies",
+    "speculative": "Speculative decoding live: the draft model proposes, the target verifies",
     "beam": "Beam search live: the beams on your own context, step by step",
     "builder": "Build a text yourself: choose each next character, and see its score",
     "race": "Race: plain decoding against speculative decoding with the n-gram draft, timed "

@@ -29,12 +29,40 @@ MUTED = "#c8c8c8"      # what a rule removed
 INK = "#222222"        # text
 FAINT_INK = "#595959"  # secondary text (indices, what was pruned): 7:1 on white
 PALE = "#f2f2f2"       # a faint fill behind a box
+GRID = "#e6e6e6"       # a chart's grid lines
 # the two characters of the vocabulary that print as nothing, as the book shows them in
 # figures, diagrams and explorers (book/_js/*.js write the same two)
 SPACE, NEWLINE = "\u2423", "\u21b5"  # an open box, a return arrow
 VISIBLE = {" ": SPACE, "\n": NEWLINE}
 FONT = "Helvetica Neue, Helvetica, Arial, sans-serif"
 MONOSPACE = "SFMono-Regular, Menlo, Consolas, monospace"
+
+
+def tinted(colour: str, alpha: float) -> str:
+    """``colour`` ("#rrggbb") mixed with white, ``alpha`` of it: an opaque pale fill that
+    keeps its hue (``svg.tint``'s mix, as a hex string)."""
+    if len(colour) != 7 or colour[0] != "#":
+        raise ValueError(f"colour={colour!r} is invalid: it must be '#rrggbb'")
+    channels = (int(colour[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{round(255 - alpha * (255 - c)):02x}" for c in channels)
+
+
+# The live explorers' own colours (book/_js/slm_*.js, which read every colour of this module
+# from live/style.js, written by make book: browser_style()). Contrast ratios are WCAG 2's.
+PAPER = "#ffffff"      # white where it must be said: a pruned node's fill over the edges
+FADED = "#b3b3b3"      # the outline of what was pruned, lighter than GREY (its text)
+SEPARATOR = "#d9d9d9"  # a thin rule between groups: the beam tree's runners-up, a round's box
+TABLE_RULE = "#bbbbbb"  # under a table's header
+TEXT_BOX = "#f7f7f7"   # behind an explorer's text; its context in FAINT_INK (6.5:1 on it)
+NEW_TEXT = "#e3f0ff"   # behind the characters an action just wrote (INK on it: 13.8:1)
+CHOSEN = "#fbe6da"     # behind the characters the reader chose, a pale vermillion
+KEPT = tinted(COLOURS["sky"], 0.35)  # a node in the beam: as the diagrams' beam tree fills it
+EMPTY = "#eeeeee"      # an empty slot of the KV cache
+ERROR_INK = "#bb0000"  # an explorer's error message: 6.8:1 on white
+# the speculative explorer's rounds, behind INK or FAINT_INK text (5.5:1 at the least): one
+# meaning each, every one named in its legend
+ROUND_COLOURS = {"accepted": "#c8f0c8", "rejected": "#f6c6c6", "unchecked": "#e4e4e4",
+                 "replacement": "#ffd9a0", "bonus": "#cfe0ff"}
 # text sizes in pixels, as the reader sees them
 FONT_SIZES = {"tick": 12, "label": 13, "title": 15, "legend": 12, "caption": 12}
 # a notebook output on the book's site is 688 px wide in a 1280 px window (measured in
@@ -58,6 +86,17 @@ def visible(text: str) -> str:
     return "".join(VISIBLE.get(c, c) for c in text)
 
 
+def browser_style() -> dict:
+    """What the live explorers read of the style (``live/style.js``, written by make book):
+    every colour they draw with, the symbols of a space and a newline, the fonts."""
+    return {"colours": COLOURS, "grey": GREY, "muted": MUTED, "ink": INK,
+            "faint_ink": FAINT_INK, "pale": PALE, "grid": GRID, "paper": PAPER, "faded": FADED,
+            "separator": SEPARATOR, "table_rule": TABLE_RULE, "text_box": TEXT_BOX,
+            "new_text": NEW_TEXT, "chosen": CHOSEN, "kept": KEPT, "empty": EMPTY,
+            "error_ink": ERROR_INK, "round_colours": ROUND_COLOURS, "visible": VISIBLE,
+            "space": SPACE, "newline": NEWLINE, "font": FONT, "monospace": MONOSPACE}
+
+
 def _mpl_rc() -> dict:
     """matplotlib rcParams for the style: sizes in points at FIGURE_DPI, so that a
     figure of FIGURE_WIDTH_PX shows its text at about the pixel sizes of FONT_SIZES."""
@@ -79,7 +118,7 @@ def _mpl_rc() -> dict:
         "legend.loc": "best", "legend.framealpha": 0.85, "legend.frameon": True,
         "axes.prop_cycle": cycler(color=list(PALETTE)),
         "axes.spines.top": False, "axes.spines.right": False,
-        "axes.grid": True, "grid.color": "#e6e6e6", "grid.linewidth": 0.8,
+        "axes.grid": True, "grid.color": GRID, "grid.linewidth": 0.8,
         "axes.axisbelow": True, "text.color": INK, "axes.labelcolor": INK,
         "xtick.color": INK, "ytick.color": INK, "lines.linewidth": 2.0,
     }
@@ -89,7 +128,7 @@ def vega_config() -> dict:
     """The style's Vega-Lite ``config`` (the Altair theme's, every SliderFigure's)."""
     axis = {"labelFontSize": FONT_SIZES["tick"], "titleFontSize": FONT_SIZES["label"],
             "titleFontWeight": "normal", "labelColor": INK, "titleColor": INK,
-            "gridColor": "#e6e6e6", "domainColor": "#888888", "tickColor": "#888888"}
+            "gridColor": GRID, "domainColor": "#888888", "tickColor": "#888888"}
     return {
         "font": FONT,
         "axis": axis,

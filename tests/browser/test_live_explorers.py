@@ -326,3 +326,28 @@ def test_each_explorer_offers_presets_that_set_the_controls_and_run(page, kind):
         assert hint.strip() and "Look for" in hint, hint
         assert button.get_attribute("title"), "each preset says what it sets"
     assert not math.isnan(len(box.locator(".slm-output").inner_text()))
+
+
+def test_a_page_with_only_the_truncation_explorer_loads_none_of_the_other_kinds_scripts(
+        browser):  # noqa: F811
+    """book/_ext/live_explorers.py adds the scripts of the kinds on a page: chapter 3 has
+    only the truncation explorer, which slm_explorers.js draws, so the page never asks for
+    slm_beam.js, slm_builder.js or slm_race.js, and its explorer still mounts."""
+    path = SITE / "notebooks" / "03_sampling_and_truncation.html"
+    if not path.exists():
+        missing(f"no {path}: run `make book` first")
+    page = browser.new_page()
+    asked, errors = [], []
+    page.on("request", lambda r: asked.append(r.url.split("?")[0].rsplit("/", 1)[-1]))
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        page.goto(path.as_uri(), wait_until="load")
+        kinds = page.eval_on_selector_all(".slm-live", "es => es.map(e => e.dataset.kind)")
+        assert kinds == ["truncation"], kinds
+        page.wait_for_selector(".slm-live[data-kind='truncation'][data-mounted] .slm-context",
+                               state="attached", timeout=30000)
+        assert {"style.js", "slm_explorers.js", "slm_runtime.js"} <= set(asked), asked
+        assert not {"slm_beam.js", "slm_builder.js", "slm_race.js"} & set(asked), asked
+        assert errors == [], errors
+    finally:
+        page.close()

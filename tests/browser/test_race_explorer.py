@@ -3,7 +3,7 @@
 
 * the page's n-gram is Python's ``NGramDraft`` of the same order: the same probabilities,
   bit for bit, after contexts of every length up to and past its order;
-* speculative decoding with it keeps the main model's distribution: its greedy text is
+* speculative decoding with it keeps the target's distribution: its greedy text is
   Python's greedy text, and an unknown draft is refused with the names of the known ones;
 * the race shows what it says: one row per pair, each ratio the pair's plain time over its
   speculative time, the summary's median the median of those ratios and its count the pairs
@@ -84,7 +84,7 @@ def test_greedy_speculative_decoding_with_the_ngram_writes_pythons_greedy_text(p
 
 def test_the_first_character_after_an_ngram_round_has_the_models_distribution(page, model_tok):
     """Chi-square over 1,200 seeds: the character a round with the n-gram's proposal emits
-    first has the main model's distribution p, and not the draft's own q (the test tells
+    first has the target's distribution p, and not the draft's own q (the test tells
     them apart: the draft's q is rejected)."""
     model, tok = model_tok
     # a short context, which each run reads afresh, where the draft and p differ (total

@@ -135,7 +135,7 @@ var SlmBeam = (function () {
   /** One step on `model` (contexts -> logits rows, or a Promise of them): its column. */
   Beam.prototype.step = function (model) {
     var self = this;
-    return D.then(model(this.contexts()), function (rows) { return self.push(rows); });
+    return D.andThen(model(this.contexts()), function (rows) { return self.push(rows); });
   };
   /** _Beam.result: every hypothesis in the beam, best first (stably): {ids, logprobs (the
       model's), logprob (their sum), score, reason}; the live ones end with endReason. */
@@ -163,7 +163,7 @@ var SlmBeam = (function () {
     var beam = new Beam(ids, chars.length, budget, width, alpha,
                         { settings: settings, chars: chars, endReason: budget === maxNewTokens ? "max_tokens" : "context_window" });
     return D.repeat(function () {
-      return beam.done ? beam.result() : D.then(beam.step(model), function () {});
+      return beam.done ? beam.result() : D.andThen(beam.step(model), function () {});
     });
   }
 
@@ -174,7 +174,7 @@ var SlmBeam = (function () {
     var prefix = [], bound = 0;
     return D.repeat(function () {
       if (prefix.length === horizon) return bound;
-      return D.then(model([prompt.concat(prefix)]), function (rows) {
+      return D.andThen(model([prompt.concat(prefix)]), function (rows) {
         var lp = D.logSoftmax(rows[0]), v = D.argmax(lp);
         bound += lp[v];
         prefix.push(v);
@@ -223,12 +223,12 @@ var SlmBeam = (function () {
   function exactCore(model, prompt, horizon, lowerBound, options) {
     D.checkCount("horizon", horizon, 1);
     var o = Object.assign({ tol: TOL, maxFrontier: MAX_FRONTIER, horizon: horizon }, options || {});
-    return D.then(given(lowerBound) ? lowerBound : greedyBound(model, prompt, horizon), function (bound) {
+    return D.andThen(given(lowerBound) ? lowerBound : greedyBound(model, prompt, horizon), function (bound) {
       var st = { frontier: [[]], scores: [0], lps: [[]], sizes: [] };
       return D.repeat(function () {
         st.sizes.push(st.frontier.length);
         var contexts = st.frontier.map(function (p) { return prompt.concat(p); });
-        return D.then(model(contexts), function (rows) {
+        return D.andThen(model(contexts), function (rows) {
           var logp = rows.map(function (row) { return D.logSoftmax(row); });
           if (st.sizes.length === horizon) return bestLast(st, logp);
           deepen(st, logp, bound, o);
@@ -247,10 +247,10 @@ var SlmBeam = (function () {
     var ids = D.encodePrompt(chars, prompt, block);
     D.checkCount("horizon", horizon, 1, block - ids.length,
                  " (the context window " + block + " less the prompt's " + ids.length + " characters)");
-    var bound = given(o.lowerBound) ? o.lowerBound : D.then(
+    var bound = given(o.lowerBound) ? o.lowerBound : D.andThen(
       beamSearch(model, chars, block, prompt, horizon, given(o.beamWidth) ? o.beamWidth : 5, 0),
       function (beams) { return beams[0].logprob; });
-    return D.then(bound, function (b) { return exactCore(model, ids, horizon, b, o); });
+    return D.andThen(bound, function (b) { return exactCore(model, ids, horizon, b, o); });
   }
 
   return { BEAM_SETTINGS: BEAM_SETTINGS, TOL: TOL, lengthPenalty: lengthPenalty, beamConfig: beamConfig,

@@ -465,8 +465,10 @@ var SlmDecoding = (function () {
 
   // --- loops that run as well on a model that answers at once as on one that answers later --
   function isPromise(x) { return !!x && typeof x.then === "function"; }
-  /** fn(x), once x has resolved if it is a Promise: a result, or a Promise of it. */
-  function then(x, fn) { return isPromise(x) ? x.then(fn) : fn(x); }
+  /** fn(x), once x has resolved if it is a Promise: a result, or a Promise of it. (Not named
+      `then`: an object with a then method is a thenable, and resolving a Promise with this
+      module would call it.) */
+  function andThen(x, fn) { return isPromise(x) ? x.then(fn) : fn(x); }
   /** Call `step()` until it returns something other than undefined (or a Promise of it),
       and return that (or a Promise of it). A step that answers at once loops here, one
       that answers later chains Promises, so neither grows the stack. */
@@ -565,9 +567,9 @@ var SlmDecoding = (function () {
       var context = left > 0 ? g.context() : null;
       if (context === null) return g.result();
       left--;
-      return then(model([context]), function (rows) {
+      return andThen(model([context]), function (rows) {
         var chosen = g.push(rows[0]);
-        return then(onStep ? onStep(chosen, rows[0], context) : null, function () {});
+        return andThen(onStep ? onStep(chosen, rows[0], context) : null, function () {});
       });
     });
   }
@@ -583,7 +585,7 @@ var SlmDecoding = (function () {
     refuseAllBut: refuseAllBut, shape: shape, distribution: distribution, probs: probs, generator: generator,
     drawWith: drawWith, draw: draw, choose: choose, checkCount: checkCount, checkNumber: checkNumber,
     checkMaxNewTokens: checkMaxNewTokens, checkStopCharacters: checkStopCharacters, checkOverflow: checkOverflow, encode: encode, encodePrompt: encodePrompt,
-    windowStart: windowStart, windowEnd: windowEnd, stopReason: stopReason, then: then, repeat: repeat,
+    windowStart: windowStart, windowEnd: windowEnd, stopReason: stopReason, andThen: andThen, repeat: repeat,
     Generation: Generation, run: run
   };
 })();

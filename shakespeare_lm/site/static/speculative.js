@@ -123,7 +123,7 @@ var SlmSpeculative = (function () {
   /** A model (contexts -> logits rows) as a draft: its logits after one context. */
   function modelDraft(model, name) {
     return { name: name || "transformer", logits: function (context) {
-      return D.then(model([context]), function (rows) { return rows[0]; });
+      return D.andThen(model([context]), function (rows) { return rows[0]; });
     } };
   }
 
@@ -144,7 +144,7 @@ var SlmSpeculative = (function () {
     return D.repeat(function () {
       if (proposals.length === g) return { proposals: proposals, qs: qs };
       var context = seq.concat(proposals);
-      return D.then(draft.logits(context), function (logits) {
+      return D.andThen(draft.logits(context), function (logits) {
         var q = D.probs(logits, context, cfg);
         qs.push(q);
         proposals.push(D.drawWith(q, us[proposals.length]));
@@ -156,7 +156,7 @@ var SlmSpeculative = (function () {
   function verify(target, seq, proposals, cfg) {
     var contexts = [];
     for (var j = 0; j <= proposals.length; j++) contexts.push(seq.concat(proposals.slice(0, j)));
-    return D.then(target(contexts), function (rows) {
+    return D.andThen(target(contexts), function (rows) {
       return { rows: rows, p: rows.map(function (r, j) { return D.probs(r, contexts[j], cfg); }) };
     });
   }
@@ -180,8 +180,8 @@ var SlmSpeculative = (function () {
   /** speculative_round after the text `seq` with g proposals: {proposals, accepted, token,
       rows (the target's logits after seq + proposals[:j])}; `uniforms(n)` gives n uniforms. */
   function speculativeRound(target, draft, seq, g, cfg, uniforms) {
-    return D.then(draftTokens(draft, seq, g, cfg, uniforms(g)), function (drafted) {
-      return D.then(verify(target, seq, drafted.proposals, cfg), function (v) {
+    return D.andThen(draftTokens(draft, seq, g, cfg, uniforms(g)), function (drafted) {
+      return D.andThen(verify(target, seq, drafted.proposals, cfg), function (v) {
         var r = acceptReject(v.p, drafted, uniforms(g + 1), draft, seq);
         return { proposals: drafted.proposals, accepted: r.accepted, token: r.token, rows: v.rows };
       });
@@ -265,10 +265,10 @@ var SlmSpeculative = (function () {
     if (!this.reason && !this.seq) this.open();
     if (this.reason) return this.result();
     var g = Math.min(this.gamma, this.windowEnd - this.ids.length - 1);  // never draft past the window
-    return D.then(speculativeRound(this.target, this.draft, this.seq, g, this.cfg, this.uniforms), function (r) {
+    return D.andThen(speculativeRound(this.target, this.draft, this.seq, g, this.cfg, this.uniforms), function (r) {
       self.record(r);
       self.emit(r);
-      return D.then(self.onRound ? self.onRound(Object.assign({ bonus: r.accepted === g, text: self.text,
+      return D.andThen(self.onRound ? self.onRound(Object.assign({ bonus: r.accepted === g, text: self.text,
                                                                 stats: self.stats }, r)) : null, function () {});
     });
   };

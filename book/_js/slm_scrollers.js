@@ -1,0 +1,55 @@
+/* Boxes that scroll sideways are Tab stops, so that a keyboard can scroll them (WCAG 2.1.1;
+   axe-core's rule scrollable-region-focusable). The theme does this for code blocks and cell
+   outputs; this does it for the other boxes that scroll on a narrow screen: a long display
+   formula (MathJax's mjx-container, which _config.yml otherwise keeps out of the Tab order),
+   a wide table inside an output, an explorer's own scroll box. A box stops being a Tab stop
+   when it fits again. Loaded on every page (book/_ext/accessible_names.py); runs when the
+   page has loaded, when MathJax has typeset, when the window is resized and when the
+   content changes (an explorer drew), like the theme's own. <html data-slm-scrollers> says
+   "pending" while a pass is due and "marked" after it (the browser tests wait for it). */
+(function () {
+  "use strict";
+  if (window.slmScrollers) return;
+  var BOXES = "#main-content mjx-container, #main-content div";
+  var SAVED = "data-slm-tabindex";  // the tabindex a box had before it scrolled ("" for none)
+
+  function scrolls(box) {
+    if (box.scrollWidth <= box.clientWidth + 1 && box.scrollHeight <= box.clientHeight + 1) {
+      return false;
+    }
+    var style = getComputedStyle(box);
+    return /auto|scroll/.test(style.overflowX + " " + style.overflowY);
+  }
+  function mark() {
+    document.documentElement.setAttribute("data-slm-scrollers", "marked");
+    document.querySelectorAll(BOXES).forEach(function (box) {
+      var saved = box.getAttribute(SAVED);
+      if (scrolls(box)) {
+        if (saved === null && box.tabIndex < 0) {
+          box.setAttribute(SAVED, box.getAttribute("tabindex") || "");
+          box.tabIndex = 0;
+        }
+      } else if (saved !== null) {
+        if (saved) box.setAttribute("tabindex", saved);
+        else box.removeAttribute("tabindex");
+        box.removeAttribute(SAVED);
+      }
+    });
+  }
+  var timer = null;
+  function later() {
+    document.documentElement.setAttribute("data-slm-scrollers", "pending");
+    clearTimeout(timer);
+    timer = setTimeout(mark, 200);
+  }
+
+  window.slmScrollers = { mark: mark };
+  window.addEventListener("load", function () {
+    mark();
+    var mathjax = window.MathJax && window.MathJax.startup;
+    if (mathjax && mathjax.promise) mathjax.promise.then(mark);
+    window.addEventListener("resize", later);
+    var main = document.getElementById("main-content");
+    if (main) new MutationObserver(later).observe(main, { subtree: true, childList: true });
+  });
+})();
