@@ -12,9 +12,7 @@ Kept sets are compared exactly and probabilities to float64 precision."""
 
 import json
 import math
-import os
 import random
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
@@ -29,14 +27,10 @@ from shakespeare_lm.site import browser_rules, explorer
 from shakespeare_lm.site.figures import STATIC_DIR, read_dataset
 
 from ..conftest import make_tiny
+from .node_harness import NODE, json_safe, require_node
 from .vega_helpers import drawn, param_setting
 
-NODE = shutil.which("node")
-if NODE is None:
-    if os.environ.get("CI"):
-        raise RuntimeError("node is needed to test the site's JavaScript (apt-get install nodejs)")
-    pytest.skip("node is not installed: the JavaScript decoding cannot be checked",
-                allow_module_level=True)
+require_node()
 
 # Runs cases against decoding.js: {"program": ..., ...} -> the result, or {error, name}.
 # JSON has no NaN or infinities: they travel as {"float": "nan" | "inf" | "-inf"}.
@@ -76,19 +70,9 @@ process.stdout.write(JSON.stringify(out,
 """
 
 
-def _json_safe(value):
-    if isinstance(value, float) and not math.isfinite(value):
-        return {"float": "nan" if math.isnan(value) else "inf" if value > 0 else "-inf"}
-    if isinstance(value, dict):
-        return {k: _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def run_node(cases: list[dict]) -> list:
     with tempfile.TemporaryDirectory() as folder:  # rules.js, as make book writes it
-        payload = {"module": str(STATIC_DIR / "decoding.js"), "cases": _json_safe(cases),
+        payload = {"module": str(STATIC_DIR / "decoding.js"), "cases": json_safe(cases),
                    "rules": str(browser_rules.write(Path(folder)))}
         done = subprocess.run([NODE, "-e", HARNESS], input=json.dumps(payload),
                               capture_output=True, text=True, timeout=300)
