@@ -24,7 +24,7 @@ NBVAL  := --nbval --nbval-sanitize-with notebooks/sanitize.cfg --nbval-cell-time
 # get their machine's native kernels. See CONTRIBUTING.md, "Outputs that reproduce".
 PINNED := set -a && . ./numerics.env && set +a &&
 
-.PHONY: help python-check venv test test-portable test-gpu book lab execute bench corpus clean
+.PHONY: help python-check venv test test-portable test-gpu book lab execute bench corpus clean audit
 
 help:
 	@echo "make book      build the static site into _build/html (offline); sets up $(VENV) first"
@@ -34,6 +34,7 @@ help:
 	@echo "make lab       open the notebooks in JupyterLab"
 	@echo "make execute   re-execute every notebook in place (outputs, no widget state); NB=notebooks/03_*.ipynb for one"
 	@echo "make bench     print the package benchmarks"
+	@echo "make audit     Lighthouse over every page of the built site, phone and desktop; PAGES=book/live.html for some"
 	@echo "make test-gpu  run the CUDA tests (needs a GPU; its own .venv-gpu with a CUDA build of torch)"
 	@echo "PYTHON=python3.12 (any of 3.11 to 3.13) picks the Python that makes .venv; default python3"
 
@@ -144,6 +145,14 @@ execute: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m shakespeare_lm.bench
+
+# Lighthouse's scores for every page (tools/audit/audit.py: _build/audit/scores.md and a JSON
+# report per page). Lighthouse is tools/audit's own npm package, never one of the book's.
+tools/audit/node_modules/.package-lock.json: tools/audit/package.json tools/audit/package-lock.json
+	npm ci --prefix tools/audit --no-audit --no-fund --ignore-scripts
+
+audit: book tools/audit/node_modules/.package-lock.json
+	$(BIN)/python tools/audit/audit.py $(PAGES)
 
 corpus: $(STAMP)
 	$(BIN)/python -m shakespeare_lm.corpus

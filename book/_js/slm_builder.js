@@ -47,10 +47,15 @@
       look: "the sample's score per character moves toward greedy's. Where does its text still differ from greedy's?" }];
 
   function nats(x, digits) { return U.signed(x, digits === undefined ? 3 : digits); }
-  function canvas(box, height) {
-    box.textContent = "";
-    return svg("svg", { viewBox: "0 0 " + W + " " + height, width: "100%", role: "img",
-                        style: "max-width:" + W + "px;display:block;font-family:" + STYLE.font }, box);
+  /* The width to draw the charts at: the column's own, at most W. A chart is drawn at its
+     size on the screen (not a W-wide viewBox scaled down), so its text keeps its size on a
+     phone; where the column is not laid out (hidden), W until it is (watchWidth). */
+  function room(box) { return Math.min(W, box.clientWidth || W); }
+  /* An SVG of `width` by `height` px at the end of `box`, named `label`. `role`: "group" where
+     its bars are buttons (a screen reader does not enter an "img"), else "img". */
+  function canvas(box, width, height, role, label) {
+    return svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height, role: role,
+                        "aria-label": label, style: "display:block;font-family:" + STYLE.font }, box);
   }
   /* A y axis from 0 down or up to `lo`..`hi`: nice ticks, their labels and grid lines. */
   function ticks(lo, hi, count) {
@@ -65,10 +70,10 @@
     while (d < 4 && Math.abs(step * Math.pow(10, d) - Math.round(step * Math.pow(10, d))) > 1e-6) d++;
     return (v < 0 ? "\u2212" : "") + Math.abs(v).toFixed(d);
   }
-  /* A y axis at `left`..`right`: its grid lines and tick labels (at y(v)), its title. */
-  function yAxis(g, axis, y, left, right, midY, title) {
+  /* A y axis from x = `left` to `end`: its grid lines and tick labels (at y(v)), its title. */
+  function yAxis(g, axis, y, left, end, midY, title) {
     axis.values.forEach(function (v) {
-      svg("line", { x1: left, x2: W - right, y1: y(v), y2: y(v), stroke: C.grid }, g);
+      svg("line", { x1: left, x2: end, y1: y(v), y2: y(v), stroke: C.grid }, g);
       svg("text", { x: left - 6, y: y(v) + 4, "font-size": 13, "text-anchor": "end", fill: C.ink }, g, tickText(v, axis.step));
     });
     svg("text", { transform: "translate(14," + midY + ") rotate(-90)", "font-size": 14, "text-anchor": "middle",
@@ -108,6 +113,7 @@
                      null, "Start over");
     row.insertBefore(back, ui.status);
     row.insertBefore(restart, ui.status);
+    row.style.flexWrap = "wrap";  // on a phone the status goes under the four buttons, not in a sliver beside them
     var all = [ui.cont, ui.sample, back, restart];
     all.forEach(function (e) { e.style.flex = "none"; e.style.whiteSpace = "nowrap"; });
     return { back: back, restart: restart, all: all };
@@ -169,7 +175,7 @@
   }
   function clear(b, error) {
     var v = b.v;
-    b.st = null;
+    b.st = b.drawn = null;
     [b.ui.output, b.ui.chartBox, v.legend, v.scoreTitle, v.lineBox, v.table].forEach(function (e) { e.textContent = ""; });
     v.hint.textContent = "";
     b.ui.root.setAttribute("data-state", JSON.stringify({ error: String(error.message || error), text: "", logprobs: [] }));
@@ -278,8 +284,8 @@
   function render(b, s, greedy, sample) {
     var st = b.st, n = st.g.ids.length, m = b.m, lines = scoredLines(b, s, greedy, sample);
     drawText(b);
-    drawBars(b, s);
-    drawScores(b, lines, n);
+    b.drawn = { s: s, lines: lines };
+    drawCharts(b);
     var state = { prompt: st.prompt, text: lines[0].text, logprobs: st.g.logprobs, total: lines[0].total,
                   mean: lines[0].mean, temperature: s.T, seed: s.seed, error: null };
     ["greedy", "sample"].forEach(function (k, j) {
@@ -309,30 +315,43 @@
     });
     el("span", { style: "color:" + C.yours + ";font-weight:bold" }, ui.output, "\u2588");  // where the next one goes
   }
-  /* The bars: the model's TOP most probable next characters, Sample's tempered outline, a
-     hit box per bar that chooses its character. */
-  function drawBars(b, s) {
-    var D = window.slm.decoding, st = b.st, m = b.m;
+  /* The bars and the scores at the column's width (drawn again when it changes: watchWidth). */
+  function drawCharts(b) {
+    var width = room(b.ui.chartBox);
+    b.drawn.width = width;
+    drawBars(b, b.drawn.s, width);
+    drawScores(b, b.drawn.lines, b.st.g.ids.length, width);
+  }
+  /* The bars, `width` px wide: the model's TOP most probable next characters, Sample's
+     tempered outline, a hit box per bar that chooses its character. Their title and caption
+     are the page's own text, which wraps in a phone's column where an SVG's would not. */
+  function drawBars(b, s, width) {
+    var D = window.slm.decoding, st = b.st, m = b.m, box = b.ui.chartBox;
     var p = st.logp.map(Math.exp), top = D.order(st.logits, true).slice(0, TOP);
     var tempered = s.T > 0 && s.T !== 1 ? D.softmax(D.shape(st.logits, st.history, s.cfg)) : null;
-    var H = 268, left = 58, right = 8, y0 = 222, y1 = 56;
+    var left = 58, right = 8, slot = (width - left - right) / TOP;
+    // a slot narrower than the label "<.01" at 13 px (about 24 px: a phone's slot is about 15)
+    // writes the labels up the bars, at 12 px, with room above the plot for the tallest's
+    var upright = slot >= 28, y1 = upright ? 20 : 32, y0 = y1 + 166;
     var hi = Math.max.apply(null, top.map(function (i) { return Math.max(p[i], tempered ? tempered[i] : 0); }));
     var axis = ticks(0, hi, 4), ymax = axis.values[axis.values.length - 1];
     if (ymax < hi) { ymax += axis.step; axis.values.push(ymax); }
-    var frame = { left: left, y0: y0, y1: y1, slot: (W - left - right) / TOP, y: function (v) { return y0 - (y0 - y1) * v / ymax; } };
-    var g = canvas(b.ui.chartBox, H);
-    g.setAttribute("aria-label", "the 20 most probable next characters and their probabilities");
+    var frame = { left: left, y0: y0, y1: y1, slot: slot, upright: upright,
+                  y: function (v) { return y0 - (y0 - y1) * v / ymax; } };
     var tail = inline(st.prompt + window.slm.decode(m, st.g.ids)).slice(-24);
-    svg("text", { x: 0, y: 17, "font-size": 15, "font-weight": "bold", fill: C.ink },
-        g, "Next character after \u201c\u2026" + tail + "\u201d: click a bar to choose it");
-    svg("text", { x: 0, y: 36, "font-size": 13, fill: C.faint }, g,
-        "the model's " + TOP + " most probable of " + m.chars.length + " characters (" + STYLE.space + " a space, " +
-        STYLE.newline + " a newline)");
-    yAxis(g, axis, frame.y, left, right, (y0 + y1) / 2, "probability");
+    box.textContent = "";
+    el("div", { style: "font-size:15px;font-weight:bold;color:" + C.ink }, box,
+       "Next character after \u201c\u2026" + tail + "\u201d: click a bar to choose it");
+    el("div", { style: "font-size:13px;color:" + C.faint }, box,
+       "the model's " + TOP + " most probable of " + m.chars.length + " characters (" + STYLE.space + " a space, " +
+       STYLE.newline + " a newline)");
+    var g = canvas(box, width, y0 + 30, "group", "the " + TOP + " most probable next characters and their " +
+                   "probabilities, a button each that chooses its character");
+    yAxis(g, axis, frame.y, left, width - right, (y0 + y1) / 2, "probability");
     top.forEach(function (id, r) { drawBar(b, g, frame, id, r, p[id], tempered); });
-    svg("line", { x1: left, x2: W - right, y1: y0, y2: y0, stroke: C.ink }, g);
-    svg("text", { x: left, y: H - 6, "font-size": 13, fill: C.faint }, g,
-        "bar labels: p(v | context); the greedy choice is the first bar");
+    svg("line", { x1: left, x2: width - right, y1: y0, y2: y0, stroke: C.ink }, g);
+    el("div", { style: "font-size:13px;color:" + C.faint + ";padding-left:" + left + "px" }, box,
+       "bar labels: p(v | context); the greedy choice is the first bar");
     b.v.legend.textContent = "";
     swatch(b.v.legend, C.p, "solid", "p(v | context): the model's probability (T = 1); choosing v adds log p(v | context) to your score");
     if (tempered) swatch(b.v.legend, C.tempered, "outline", "what Sample draws from at T = " + s.T.toFixed(2));
@@ -345,10 +364,11 @@
       svg("rect", { x: x + slot * 0.1, y: y(tempered[id]), width: slot * 0.8, height: Math.max(f.y0 - y(tempered[id]), 0),
                     fill: "none", stroke: C.tempered, "stroke-width": 2 }, g);
     }
-    var above = Math.min(y(v), tempered ? y(tempered[id]) : f.y0);
-    svg("text", { x: x + slot / 2, y: above - 4, "font-size": 13, "text-anchor": "middle", fill: C.faint }, g,
-        v >= 0.995 ? "1" : v >= 0.01 ? v.toFixed(2).slice(1) : "<.01");
-    svg("text", { x: x + slot / 2, y: f.y0 + 21, "font-size": 16, "text-anchor": "middle", fill: C.ink,
+    var above = Math.min(y(v), tempered ? y(tempered[id]) : f.y0) - 4, mid = x + slot / 2;
+    svg("text", f.upright ? { x: mid, y: above, "font-size": 13, "text-anchor": "middle", fill: C.faint }
+                          : { transform: "translate(" + (mid + 4) + "," + above + ") rotate(-90)", "font-size": 12, fill: C.faint },
+        g, v >= 0.995 ? "1" : v >= 0.01 ? v.toFixed(2).slice(1) : "<.01");
+    svg("text", { x: mid, y: f.y0 + 21, "font-size": 16, "text-anchor": "middle", fill: C.ink,
                   "font-family": STYLE.monospace }, g, show(ch));
     var hit = svg("rect", { x: x, y: f.y1 - 8, width: slot, height: f.y0 - f.y1 + 34, fill: "transparent",
                             class: "slm-builder-bar", "data-rank": r, "data-id": id, "data-char": ch,
@@ -366,9 +386,11 @@
     el("span", {}, item, text);
     return item;
   }
-  /* The scores: the running chart, then a row per line (its text, l, l per character). */
-  function drawScores(b, lines, n) {
-    var v = b.v, cell = "padding:.2em .5em;vertical-align:top;";
+  /* The scores: the running chart (`width` px wide), then a row per line (its text, l, l per
+     character). In a phone's column, where the text beside three other columns would get a
+     dozen characters a line, each text has a row of its own under its line's numbers. */
+  function drawScores(b, lines, n, width) {
+    var v = b.v, cell = "padding:.2em .5em;vertical-align:top;", below = width < 480;
     v.table.textContent = "";
     v.lineBox.textContent = "";
     v.scoreTitle.textContent = "Your score beside greedy's and a sample's, over the same " +
@@ -378,23 +400,29 @@
          "Add a character: its log-probability, and greedy's and the sample's over as many characters, appear here.");
       return;
     }
-    drawRunning(v.lineBox, lines, n);
+    drawRunning(v.lineBox, lines, n, width);
     var head = el("tr", {}, v.table);
     ["", "text (" + STYLE.newline + " a newline)", "\u2113 (nats)", "per character (nats)"].forEach(function (h, j) {
+      if (below && j === 1) return;
       el("th", { style: "text-align:" + (j > 1 ? "right" : "left") + ";padding:.2em .5em;border-bottom:1px solid " +
-                        STYLE.table_rule + ";font-weight:normal;color:" + C.faint + ";white-space:nowrap" }, head, h);
+                        STYLE.table_rule + ";font-weight:normal;color:" + C.faint }, head, h);
     });
     lines.forEach(function (l) {
       var tr = el("tr", { class: "slm-builder-row", "data-line": l.name }, v.table);
-      swatch(el("td", { style: cell + "white-space:nowrap" }, tr), l.colour, "line", l.label, l.name === "yours",
+      swatch(el("td", { style: cell }, tr), l.colour, "line", l.label, l.name === "yours",
              DASH[l.name] && DASH[l.name].css);
-      el("td", { style: cell + "font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere" }, tr, inline(l.text));
+      var text = el("td", { style: cell + "font-family:monospace;white-space:pre-wrap;overflow-wrap:anywhere" }, tr,
+                    inline(l.text));
       el("td", { class: "slm-builder-total", style: cell + "text-align:right;font-family:monospace" }, tr, nats(l.total));
       el("td", { class: "slm-builder-mean", style: cell + "text-align:right;font-family:monospace" }, tr, nats(l.mean));
+      if (!below) return;
+      text.colSpan = 3;
+      text.style.paddingBottom = ".7em";
+      el("tr", { class: "slm-builder-text", "data-line": l.name }, v.table).appendChild(text);
     });
   }
-  /* The running log-probability: l after t characters, for the three texts. */
-  function drawRunning(box, lines, n) {
+  /* The running log-probability, `width` px wide: l after t characters, for the three texts. */
+  function drawRunning(box, lines, n, width) {
     var H = 206, left = 58, right = 12, y0 = 164, y1 = 12;
     var runs = lines.map(function (l) {
       var acc = 0;
@@ -403,18 +431,17 @@
     var lo = Math.min.apply(null, runs.map(function (r) { return Math.min.apply(null, r); }));
     var axis = ticks(Math.min(lo, -0.5), 0, 4), ymin = axis.values[0];
     if (ymin > lo) { ymin -= axis.step; axis.values.unshift(ymin); }
-    function x(t) { return left + (W - left - right) * t / n; }
+    function x(t) { return left + (width - left - right) * t / n; }
     function y(v) { return y1 + (y0 - y1) * v / ymin; }
-    var g = canvas(box, H);
-    g.setAttribute("aria-label", "the running log-probability of your text, greedy's and the sample's");
-    yAxis(g, axis, y, left, right, (y0 + y1) / 2, "\u2113 so far (nats)");
-    var xt = ticks(0, n, Math.min(n, 8));
+    var g = canvas(box, width, H, "img", "the running log-probability of your text, greedy's and the sample's");
+    yAxis(g, axis, y, left, width - right, (y0 + y1) / 2, "\u2113 so far (nats)");
+    var xt = ticks(0, n, Math.max(1, Math.min(n, 8, Math.floor((width - left - right) / 45))));  // 45 px a label
     xt.values.filter(function (t) { return Number.isInteger(t) || xt.step >= 1; }).forEach(function (t) {
       svg("line", { x1: x(t), x2: x(t), y1: y0, y2: y0 + 4, stroke: C.ink }, g);
       svg("text", { x: x(t), y: y0 + 18, "font-size": 13, "text-anchor": "middle", fill: C.ink }, g, String(Math.round(t)));
     });
-    svg("line", { x1: left, x2: W - right, y1: y0, y2: y0, stroke: C.ink }, g);
-    svg("text", { x: (left + W - right) / 2, y: H - 4, "font-size": 14, "text-anchor": "middle", fill: C.ink }, g,
+    svg("line", { x1: left, x2: width - right, y1: y0, y2: y0, stroke: C.ink }, g);
+    svg("text", { x: (left + width - right) / 2, y: H - 4, "font-size": 14, "text-anchor": "middle", fill: C.ink }, g,
         "characters added, t");
     // yours first and wide, so that a line that follows it shows inside it
     [0, 1, 2].forEach(function (j) {
@@ -429,11 +456,21 @@
     });
   }
 
+  /* The charts again when the column's width changes (a phone turned, a window resized, the
+     explorer shown after it was drawn hidden); while an action runs, its own drawing measures. */
+  function watchWidth(b) {
+    if (typeof ResizeObserver === "undefined") return;
+    new ResizeObserver(function () {
+      if (b.drawn && !b.pending && room(b.ui.chartBox) !== b.drawn.width) drawCharts(b);
+    }).observe(b.ui.view);
+  }
+
   function builder(ui, m) {
     ui.root.style.maxWidth = "720px";
-    var b = { ui: ui, m: m, c: controls(ui), buttons: buttons(ui), v: view(ui), st: null,
+    var b = { ui: ui, m: m, c: controls(ui), buttons: buttons(ui), v: view(ui), st: null, drawn: null,
               queue: Promise.resolve(), refs: {}, pending: 0, typed: 0 };
     bind(b);
+    watchWidth(b);
     setBusy(b, true);
     return function () { return act(b, start); };
   }

@@ -57,9 +57,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .test_site import SITE, PageVisit, launch, serve, toc_pages, typeset_math
+from .test_site import FIGURE, SITE, PageVisit, launch, serve, toc_pages, typeset_math
 
-VIEWPORT = {"width": 1280, "height": 900}
+VIEWPORT = {"width": 1280, "height": 720}
 MAX_LINE = 88
 MIN_SCALE = 0.70
 ICON_MAX = (120, 40)  # an image narrower or lower than this (natural px) is an icon,
@@ -316,11 +316,18 @@ EXTRACT_JS = (Path(__file__).with_name("page_check.js")).read_text()
 
 
 def settle(page) -> None:
-    """Wait for what changes the page after load: MathJax, widget views, web fonts."""
+    """Wait for what changes the page after load: MathJax, widget views, web fonts, and the
+    kernel-free figures, each scrolled into view (they draw as they near the screen)."""
     from playwright.sync_api import TimeoutError as Timeout
 
     page.wait_for_load_state("networkidle")
     typeset_math(page)
+    for fig in page.locator(FIGURE).all():  # one that fails to draw: test_site fails that
+        fig.scroll_into_view_if_needed()
+        with contextlib.suppress(Timeout):
+            page.wait_for_function("el => ['drawn', 'failed'].includes(el.dataset.state)",
+                                   arg=fig.element_handle(), timeout=20000)
+    page.evaluate("window.scrollTo(0, 0)")
     if page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
         # no widget drew: the checks still run (test_site fails that)
         with contextlib.suppress(Timeout):

@@ -24,12 +24,7 @@ IMPACTS = ("serious", "critical")
 LAPTOP = {"width": 1280, "height": 800}
 # Defects in files this test's author may not change, each with where its fix belongs. A
 # listed one that is gone fails the test too: take it off the list.
-KNOWN = {
-    (EXPLORERS, "nested-interactive"):
-        "book/_js/slm_builder.js: each bar is a <rect role='button' tabindex='0'> inside the "
-        "<svg role='img'> of canvas(), whose content a screen reader does not enter: give "
-        "that svg role='group' and an aria-label instead of role='img'",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 # what a laptop shows besides a phone's page: the header and the two sidebars
 LAPTOP_PARTS = [[".bd-header"], [".bd-header-article"], [".bd-sidebar-primary"],
                 [".bd-sidebar-secondary"]]
@@ -64,31 +59,32 @@ def described(width: int, v: dict) -> str:
             + " | ".join(v["nodes"][:3]))
 
 
-def settle(page) -> None:
-    """Wait for what draws after load: formulas, kernel-free figures (and their menus), and
-    the Tab stops that slm_scrollers.js gives boxes that scroll (its last pass done)."""
-    typeset_math(page)
-    for fig in page.locator(FIGURE).all():
-        page.wait_for_function("el => ['drawn', 'failed'].includes(el.dataset.state)",
-                               arg=fig.element_handle(), timeout=20000)
+def settle_scrollers(page) -> None:
+    """Wait for the Tab stops that slm_scrollers.js gives boxes that scroll (its last pass)."""
     page.wait_for_function("document.documentElement.dataset.slmScrollers === 'marked'",
                            timeout=10000)
+
+
+def settle(page) -> None:
+    """Wait for what draws after load: formulas, kernel-free figures (each scrolled into
+    view, and their menus), and the scrollers' Tab stops."""
+    typeset_math(page)
+    for fig in page.locator(FIGURE).all():
+        fig.scroll_into_view_if_needed()
+        page.wait_for_function("el => ['drawn', 'failed'].includes(el.dataset.state)",
+                               arg=fig.element_handle(), timeout=20000)
+    page.evaluate("window.scrollTo(0, 0)")
+    settle_scrollers(page)
 
 
 @pytest.mark.parametrize("path", toc_pages() + EXTRA_PAGES)
 def test_page_has_no_serious_accessibility_violation(browser, site_url,  # noqa: F811
                                                     axe_source, path):
-    visit = PageVisit(browser, f"{site_url}/{path}", PHONE)
-    page = visit.page
-    try:
-        settle(page)
-        found = {v["id"]: (PHONE["width"], v) for v in violations(page, axe_source)}
-        page.set_viewport_size(LAPTOP)
-        for v in violations(page, axe_source, LAPTOP_PARTS):
-            found.setdefault(v["id"], (LAPTOP["width"], v))
-        judge(path, found)
-    finally:
-        visit.close()
+    """At 390 px over the whole page, then at 1280 px over what a laptop shows besides, in the
+    page's one visit at 390 px, shared with the phone check (tests/browser/site_visits.py)."""
+    from .site_visits import phone
+
+    judge(path, phone(browser, site_url, path, axe_source).axe)
 
 
 def judge(path: str, found: dict) -> None:

@@ -322,13 +322,13 @@ def test_without_mathjax_formulas_fail_raw_tex(browser, site_url):  # noqa: F811
 # --- the site -------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def reports(browser, site_url):  # noqa: F811
-    """Each page inspected once, for all of its tests."""
-    cache: dict[str, pc.PageReport] = {}
+    """Each page inspected once, in its one visit at 1280 px (tests/browser/site_visits.py)."""
+    from .site_visits import laptop
 
     def report(path: str) -> pc.PageReport:
-        if path not in cache:
-            cache[path] = pc.inspect_url(browser, f"{site_url}/{site_page(path)}", path)
-        return cache[path]
+        record = laptop(browser, site_url, site_page(path))
+        assert record.report is not None, f"{path}: the page check did not run: {record.load}"
+        return record.report
 
     return report
 

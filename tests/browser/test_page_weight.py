@@ -24,6 +24,7 @@ from urllib.parse import urlparse
 import pytest
 
 from .test_live_site import sample_on_own_context
+from .page_check import VIEWPORT
 from .test_site import (FIGURE, SITE, PageVisit, browser, launch, missing, serve,  # noqa: F401
                         site_url, toc_pages)
 
@@ -37,21 +38,13 @@ PAGES = sorted(set(toc_pages()) | {"book/live.html"}, key=toc_pages().index)
 def page_weight(browser, url: str) -> dict[str, int]:  # noqa: F811
     """Bytes of each response body (as transferred) while ``url`` opens in a fresh context
     (an empty cache) at 1280 x 720, until the network has been idle for half a second."""
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
-    page = context.new_page()
     sizes: dict[str, int] = {}
-
-    def finished(request):
-        if urlparse(request.url).scheme in ("http", "https"):
-            sizes[request.url] = sizes.get(request.url, 0) + request.sizes()["responseBodySize"]
-
-    page.on("requestfinished", finished)
+    visit = PageVisit(browser, url, VIEWPORT, sizes=sizes)
     try:
-        page.goto(url, wait_until="load")
-        page.wait_for_load_state("networkidle")
-        page.wait_for_timeout(500)  # anything a script starts after the network went quiet
+        visit.page.wait_for_load_state("networkidle")
+        visit.page.wait_for_timeout(500)  # anything a script starts after the network went quiet
     finally:
-        context.close()
+        visit.close()
     return sizes
 
 
@@ -63,7 +56,11 @@ def largest(sizes: dict[str, int], site: str, n: int = 5) -> str:
 
 @pytest.mark.parametrize("path", PAGES)
 def test_page_stays_within_its_byte_budget_before_interaction(browser, site_url, path):  # noqa: F811
-    sizes = page_weight(browser, f"{site_url}/{path}")
+    """Measured in the page's one visit at 1280 px (tests/browser/site_visits.py), before it
+    scrolls."""
+    from .site_visits import laptop
+
+    sizes = laptop(browser, site_url, path).sizes
     total = sum(sizes.values())
     print(f"{path}: {total / 1e6:.2f} MB in {len(sizes)} requests; "
           f"largest: {largest(sizes, site_url)}")

@@ -29,13 +29,7 @@ READY = ("Array.from(document.querySelectorAll('.slm-live .slm-sample'))"
          ".every(b => !b.disabled)")
 # Defects in files this test's author may not change, each with where its fix belongs. A
 # listed defect that is gone fails the test too: take it off the list.
-KNOWN = {
-    (EXPLORERS, "width"): "book/_js/slm_builder.js: the builder's score table (table."
-                          "slm-builder-scores) is 491 px wide after Sample; let it wrap or "
-                          "scroll in a box of its own",
-    (EXPLORERS, "small_text"): "book/_js/slm_builder.js, canvas(): the builder's chart is a "
-                               "680-wide viewBox scaled to the column, its text about 7 px",
-}
+KNOWN: dict[tuple[str, str], str] = {}
 
 # What a phone shows of the page: how wide the document is, and the SVG text (outside the
 # kernel-free figures, which drawn_chart measures) smaller than min_px on the screen, where
@@ -101,12 +95,13 @@ def judge(path: str, found: dict[str, str], known: dict = KNOWN,
 
 @pytest.mark.parametrize("path", toc_pages() + EXTRA_PAGES)
 def test_page_fits_a_phone(browser, site_url, path):  # noqa: F811
-    visit = PageVisit(browser, f"{site_url}/{path}", PHONE)
-    try:
-        judge(path, defects(phone_layout(visit.page)))
-        assert visit.errors == [], f"{path}: console errors {visit.errors}"
-    finally:
-        visit.close()
+    """In the page's one visit at 390 px, shared with axe (tests/browser/site_visits.py)."""
+    from .site_visits import phone
+
+    record = phone(browser, site_url, path, None)
+    judge(path, record.layout)
+    assert record.figures + record.errors == [], f"{path}: " + "\n".join(record.figures +
+                                                                        record.errors)
 
 
 def woken_explorers(page, kinds=SAMPLED) -> None:
@@ -180,6 +175,7 @@ def test_captions_rewrap_for_the_column_without_losing_a_character(browser, site
     before, chars = int(550 / (0.6 * 12)), 30
     visit = PageVisit(browser, f"{site_url}/notebooks/01b_inference_vs_training.html", PHONE)
     try:
+        visit.page.locator(FIGURE).first.scroll_into_view_if_needed()  # Vega loads then
         visit.page.wait_for_function("window.vega && vega.expressionFunction('slmWrap')")
         out, up = visit.page.evaluate("""([lines, chars, before]) => {
             const wrap = vega.expressionFunction('slmWrap');

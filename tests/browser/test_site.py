@@ -19,7 +19,7 @@ import os
 import shutil
 import threading
 from pathlib import Path
-from urllib.parse import urljoin, urlparse
+from urllib.parse import urlparse
 
 import pytest
 import yaml
@@ -123,13 +123,22 @@ def offline_router(external: list, local_schemes=("data", "blob")):
     return route
 
 
+def _count_bytes(sizes: dict[str, int], request) -> None:
+    if urlparse(request.url).scheme in ("http", "https"):
+        sizes[request.url] = sizes.get(request.url, 0) + request.sizes()["responseBodySize"]
+
+
 class PageVisit:
     """Open one page, recording console errors, failed and off-machine requests."""
 
     def __init__(self, browser, url: str, viewport: dict | None = None,
-                 local_schemes=("data", "blob")):
+                 local_schemes=("data", "blob"), sizes: dict[str, int] | None = None):
+        """``sizes``, when given, gathers the bytes of each HTTP response body as transferred
+        ({url: bytes}); a new page has a context of its own, so its cache starts empty."""
         self.page = browser.new_page(viewport=viewport) if viewport else browser.new_page()
         self.errors, self.failed, self.external = [], [], []
+        if sizes is not None:
+            self.page.on("requestfinished", lambda r: _count_bytes(sizes, r))
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
         self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
@@ -143,38 +152,22 @@ class PageVisit:
         self.page.close()
 
 
+def laptop_visit(browser, site_url, path):
+    """The page's one visit at 1280 px, shared with the page check and the page weight
+    (tests/browser/site_visits.py)."""
+    from .site_visits import laptop
+
+    return laptop(browser, site_url, path)
+
+
 @pytest.mark.parametrize("path", toc_pages())
 def test_page_loads_offline_without_errors(browser, site_url, path):
-    visit = PageVisit(browser, f"{site_url}/{path}")
-    page = visit.page
-    try:
-        page.wait_for_load_state("networkidle")
-        if page.locator(".math").count():  # MathJax typeset every formula
-            typeset_math(page)
-            assert page.locator("mjx-container").count() >= page.locator(".math").count() // 2
-            assert page.locator("mjx-merror").count() == 0, "a formula failed to typeset"
-            # formulas are not Tab stops (mathjax3_config's inTabOrder: false in _config.yml)
-            tab_stops = page.locator("mjx-container[tabindex='0']").count()
-            assert tab_stops == 0, f"{tab_stops} formulas are Tab stops"
-        broken = page.evaluate("Array.from(document.images)"
-                               ".filter(i => !(i.complete && i.naturalWidth > 0))"
-                               ".map(i => i.src)")
-        assert broken == [], f"images that did not load: {broken}"
-        views = page.locator("script[type='application/vnd.jupyter.widget-view+json']").count()
-        if views:
-            page.wait_for_selector(".jupyter-widgets", timeout=15000)
-            assert page.locator(".widget-slider, .widget-hslider").count() >= 1
-        for fig in page.locator(FIGURE).all():  # every kernel-free figure is drawn
-            drawn_chart(page, fig)
-        about = page.locator("meta[name='description']").get_attribute("content") or ""
-        assert len(about.split()) >= 5, f"meta description: {about!r}"
-        icon = page.locator("link[rel='icon']").get_attribute("href")
-        assert icon and page.request.get(urljoin(page.url, icon)).ok, f"favicon {icon}"
-        assert visit.external == [], f"requests that would leave the machine: {visit.external}"
-        assert visit.failed == [], f"failed requests: {visit.failed}"
-        assert visit.errors == [], f"console errors: {visit.errors}"
-    finally:
-        visit.close()
+    """No console error, no failed request, none that would leave the machine; MathJax
+    typeset every formula; every image loaded; widget views drew; every kernel-free figure
+    is drawn and reads (``drawn_chart``); a description and a favicon."""
+    record = laptop_visit(browser, site_url, path)
+    assert record.load + record.figures == [], f"{path}:\n" + "\n".join(record.load +
+                                                                        record.figures)
 
 
 def vega_outputs(path: str) -> int:
@@ -193,13 +186,10 @@ def test_site_has_every_kernel_free_figure_and_widgets(browser, site_url):
     needs a kernel, so on the site it would be frozen (live panels are lab-only)."""
     counts = {"figures": 0, "widgets": 0}
     for path in toc_pages():
-        visit = PageVisit(browser, f"{site_url}/{path}")
-        figures = visit.page.locator(FIGURE).count()
-        assert figures == vega_outputs(path), f"{path}: {figures} figures drawn"
-        counts["figures"] += figures
-        counts["widgets"] += visit.page.locator(
-            "script[type='application/vnd.jupyter.widget-view+json']").count()
-        visit.close()
+        record = laptop_visit(browser, site_url, path)
+        assert record.n_figures == vega_outputs(path), f"{path}: {record.n_figures} figures"
+        counts["figures"] += record.n_figures
+        counts["widgets"] += record.n_widgets
     assert counts["figures"] >= 1 and counts["widgets"] == 0, counts
 
 
@@ -238,7 +228,9 @@ LAYOUT = """el => {
 
 
 def drawn_chart(page, fig) -> str:
-    """Wait until the figure is drawn and check that it reads (LAYOUT); its SVG."""
+    """Scroll the figure into view (a figure draws as it nears the screen), wait until it is
+    drawn and check that it reads (LAYOUT); its SVG."""
+    fig.scroll_into_view_if_needed()
     page.wait_for_function("el => el.getAttribute('data-state') === 'drawn' || "
                            "el.getAttribute('data-state') === 'failed'",
                            arg=fig.element_handle(), timeout=20000)
@@ -274,18 +266,7 @@ def move_first_input(page, fig) -> str:
 
 @pytest.mark.parametrize("path", toc_pages())
 def test_moving_a_kernel_free_slider_redraws_the_figure(browser, site_url, path):
-    visit = PageVisit(browser, f"{site_url}/{path}")
-    page = visit.page
-    try:
-        for fig in page.locator(FIGURE).all():
-            before = drawn_chart(page, fig)
-            name = move_first_input(page, fig)
-            page.wait_for_function(
-                "([el, b]) => el.querySelector('.slm-vega-view svg.marks')"
-                ".innerHTML !== b", arg=[fig.element_handle(), before], timeout=10000)
-            after = drawn_chart(page, fig)
-            assert after != before, f"moved {name!r}: the chart did not change"
-        assert visit.external == [], f"requests that would leave: {visit.external}"
-        assert visit.errors == [], f"console errors: {visit.errors}"
-    finally:
-        visit.close()
+    """Each figure's first slider, moved, redraws its chart (in the page's one visit, after
+    everything else was read)."""
+    record = laptop_visit(browser, site_url, path)
+    assert record.sliders == [], f"{path}: " + "\n".join(record.sliders)
