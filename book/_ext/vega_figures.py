@@ -7,9 +7,10 @@ plugin registered under the ``myst_nb.mime_renderers`` entry point handles it (a
 install). Instead, when Sphinx reads a notebook (``source-read``), each Vega-Lite output
 is replaced by a ``text/html`` one: the spec as inert JSON in a ``<script type=...>``
 data block and an empty element to draw in; no code runs from the notebook. Pages that
-have one load ``_static/slm_vega.js``, which loads the vendored vega, vega-lite and
-vega-embed once (``_static/vega/``, copied from npm by ``make book``) and draws every
-figure.
+have one load ``_static/slm_vega.js``, which draws each figure as it nears the screen,
+loading the vendored vega, vega-lite and vega-embed (``_static/vega/``, copied from npm by
+``make book``, 0.83 MB) when the first one does: a page opened and not scrolled to a figure
+does not load them.
 """
 
 import json
@@ -18,7 +19,6 @@ from docutils import nodes
 
 MIME = "application/vnd.vegalite.v5+json"
 MARK = "slm-vega-figure"
-VEGA_SCRIPTS = ("vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js")
 
 
 def figure_html(spec: dict) -> str:
@@ -53,14 +53,12 @@ def rewrite_vega_outputs(app, docname, source):
 
 
 def add_scripts(app, pagename, templatename, context, doctree):
-    """html-page-context: on pages that have a figure, Vega (before RequireJS, which the
-    widget manager brings: with it on the page, Vega's UMD builds would register as AMD
-    modules instead of defining their globals) and the figure script."""
+    """html-page-context: on pages that have a figure, the figure script and its styles.
+    Vega is not among them: slm_vega.js loads it when a figure nears the screen (hiding
+    RequireJS's define.amd while it does, so that Vega's UMD builds define their globals)."""
     if doctree is None:
         return
     if any(MARK in node.astext() for node in doctree.findall(nodes.raw)):
-        for script in VEGA_SCRIPTS:
-            app.add_js_file(script, priority=200)  # the default is 500
         app.add_js_file("slm_vega.js")
         app.add_css_file("slm_vega.css")
 

@@ -1,10 +1,11 @@
 /* The kernel-free figures of the static site: every .slm-vega-figure on the page holds a
    Vega-Lite spec (a notebook output, see book/_ext/vega_figures.py), drawn here with the
-   vendored vega-embed; its sliders are the spec's own inputs. Vega is loaded once, from
-   _static/vega/ (make book copies it from npm), by a <script src>, so that the page works
-   from file:// and offline. This file is also the site's one script loader: the live model
-   (slm_runtime.js) and its explorers (slm_explorers.js), loaded after it, load theirs with
-   slmVega.loadScript, and draw through slmVega.embed:
+   vendored vega-embed; its sliders are the spec's own inputs. Each figure is drawn as it
+   nears the screen (below); Vega is loaded then, once, from _static/vega/ (make book copies
+   it from npm), by a <script src>, so that the page works from file:// and offline. This
+   file is also the site's one script loader: the live model (slm_runtime.js) and its
+   explorers (slm_explorers.js), loaded after it, load theirs with slmVega.loadScript, and
+   draw through slmVega.embed:
 
      slmVega.ready                      // Promise: vega, vega-lite and vega-embed are loaded
                                         // (reading it loads them; embed does)
@@ -24,11 +25,10 @@
   var FILES = ["vega/vega.min.js", "vega/vega-lite.min.js", "vega/vega-embed.min.js"];
   var MIME = "application/vnd.vegalite.v5+json";
 
-  /* The script at src (a URL, or a path under _static/), loaded once per page. Pages with
-     figures load Vega with <script> tags before RequireJS (vega_figures.py); a page that
-     only has a live explorer loads it here. With RequireJS on the page, a UMD build such
-     as Vega's would register as an AMD module, not as a global: with `umd`, define.amd is
-     hidden while the script runs (load such scripts one after another). */
+  /* The script at src (a URL, or a path under _static/), loaded once per page: Vega for
+     the figures and the explorers, the live model's files. With RequireJS on the page, a
+     UMD build such as Vega's would register as an AMD module, not as a global: with `umd`,
+     define.amd is hidden while the script runs (load such scripts one after another). */
   var scripts = {};
   function loadScript(src, umd) {
     var url = new URL(src, BASE).href;
@@ -202,16 +202,22 @@
                                          function (a) { return a.textContent.trim(); });
     summary.setAttribute("aria-label", "Figure menu: " + items.join(", "));
   }
-  /* How much wider the drawn chart is than the room its parent gives it. vega-embed makes
-     `element` an inline block with the chart's SVG and room for its menu button; an explorer
-     may draw its chart hidden (display: none) before showing it, so the chart's width is
-     read from the SVG, the room from the nearest ancestor that is shown. */
-  function excessWidth(element) {
-    var svg = element.querySelector("svg"), box = element.parentElement;
+  /* The room the nearest shown ancestor of `element` gives it (px, inside its padding): an
+     explorer may draw its chart hidden (display: none) before showing it. */
+  function roomFor(element) {
+    var box = element.parentElement;
     while (box && box.clientWidth === 0) box = box.parentElement;
-    if (!svg || !box) return 0;
-    var own = getComputedStyle(element), style = getComputedStyle(box);
-    var room = box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+    if (!box) return 0;
+    var style = getComputedStyle(box);
+    return box.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  }
+  /* How much wider the drawn chart is than its room. vega-embed makes `element` an inline
+     block with the chart's SVG and room for its menu button; the chart's width is read from
+     the SVG. */
+  function excessWidth(element) {
+    var svg = element.querySelector("svg"), room = roomFor(element);
+    if (!svg || !room) return 0;
+    var own = getComputedStyle(element);
     var width = parseFloat(svg.getAttribute("width")) + parseFloat(own.paddingLeft) +
       parseFloat(own.paddingRight);
     return Math.ceil(width - room);
@@ -235,22 +241,256 @@
       return draw(element, spec, { shown: spec, total: 0, last: Infinity, tries: 0 });
     });
   }
+  /* --- the height of a figure not drawn yet ----------------------------------------------
+     From its spec, at the width it will be drawn at (narrowed as draw() will narrow it), as
+     Vega lays out the book's charts (shakespeare_lm.site.figures): a title above it, then
+     each view with its title, its legends above it, its x axis below it, and a caption that
+     wraps onto more lines than its view has; then the sliders under the chart. A text that
+     a slider picks from a list (figures.pick) counts as the middle one of their line
+     counts, one that joins strings and such picks as a like text (joinedText), any other
+     expression as one line. The sizes below are Vega's layout of the book's figures,
+     measured at 1280 and 390 px; the estimate is within 20 px of the drawn figure there. */
+  var MENU = 38;            // vega-embed's room for its menu button, right of the chart (px)
+  var Y_AXIS = 48;          // a y axis: its labels and title, left of the views (px)
+  var X_AXIS = 20;          // an x axis below a view: ticks and labels (px)
+  var AXIS_TITLE = 16;      // an axis title under its labels (px)
+  var ANGLED_LABELS = 45;   // what labels at an angle add (px; they are data, not in the spec)
+  var TITLE_GAP = 14;       // a view's title and the view (its offset and the y axis' top label)
+  var LEGEND_ROW = 15;      // an entry of a legend, a row of them, or its title (px)
+  var LEGEND_GAP = 18;      // a legend and what it stands above (Vega's legend offset, px)
+  var LEGEND_CHANNELS = ["color", "fill", "stroke", "shape", "strokeDash", "size", "opacity"];
+  var BIND_ROW = 23;        // a slider's row, and its name's row on a phone (px)
+  var BIND_GAP = 4.2, BIND_TOP = 7;  // between the sliders, above them (px: 0.3em, 0.5em)
+  var BIND_EM = 7.7;        // a character of a slider's name or option (14 px text)
+  var BIND_NAME = 12 * 14;  // a slider's name beside it, at least (px: 12em, slm_vega.css)
+  var RADIO = 21, RADIO_GAP = 12.6;  // a radio button beside its option, between options (px)
+
+  /* An expression's parts joined by + outside brackets and strings, and where its first
+     bracket closes (-1: none). */
+  function scan(expr) {
+    var depth = 0, quote = null, cuts = [-1], first = -1;
+    for (var i = 0; i < expr.length; i += 1) {
+      var c = expr[i];
+      if (quote) { if (c === "\\") i += 1; else if (c === quote) quote = null; }
+      else if (c === '"' || c === "'") quote = c;
+      else if ("([{".indexOf(c) >= 0) depth += 1;
+      else if (")]}".indexOf(c) >= 0) { depth -= 1; if (depth === 0 && first < 0) first = i; }
+      else if (c === "+" && depth === 0) cuts.push(i);
+    }
+    cuts.push(expr.length);
+    var parts = cuts.slice(1).map(function (end, k) {
+      return expr.slice(cuts[k] + 1, end).trim();
+    });
+    return { parts: parts, first: first };
+  }
+  /* The list an expression `[...][index]` picks from (figures.pick), or null. */
+  function pickedList(expr) {
+    var end = scan(expr).first, rest = expr.slice(end + 1).trim();
+    if (expr[0] !== "[" || rest[0] !== "[" || scan(rest).first !== rest.length - 1) return null;
+    try { return JSON.parse(expr.slice(0, end + 1)); } catch { return null; }
+  }
+  /* A text like the one an expression joining strings shows: each string as it is, each
+     list picked from by its middle one in length, anything else (a number) 5 characters. */
+  function joinedText(expr) {
+    var parts = scan(expr).parts;
+    if (parts.length < 2) return null;
+    return parts.map(function (part) {
+      var list = pickedList(part), quoted = /^(["'])(.*)\1$/.exec(part);
+      if (quoted) return quoted[2];
+      if (!list) return "00000";
+      list = list.map(String).sort(function (a, b) { return a.length - b.length; });
+      return list[Math.floor(list.length / 2)];
+    }).join("");
+  }
+  /* The texts `text` may show: a string or lines, or what an expression picks from or
+     joins; null for any other expression and for none. */
+  function textOptions(text) {
+    if (text === undefined || text === null) return null;
+    if (text.expr === undefined) return [text];
+    var expr = text.expr.trim(), joined = joinedText(expr);
+    return pickedList(expr) || (joined === null ? null : [joined]);
+  }
+  function lineCount(options, chars, before) {  // the middle one of the options' line counts
+    var counts = options.map(function (text) { return wrapLines(text, chars, before).length; });
+    return counts.sort(function (a, b) { return a - b; })[Math.floor(counts.length / 2)];
+  }
+  /* A title's height, its lines wrapped to `width` px where the chart is narrowed (wrapTitle);
+     Vega puts a text's lines its font size + 2 px apart. */
+  function titleHeight(title, width, size, narrow) {
+    var params = title && title.text !== undefined ? title : { text: title };
+    if (params.text === undefined || params.text === null || params.text === "") return 0;
+    size = fontSize(params, size);
+    var chars = narrow ? Math.floor(width / (TEXT_EM * size)) : Infinity;
+    return lineCount(textOptions(params.text) || [""], chars, 0) * (size + 2) - 2;
+  }
+  /* How far a caption (a text mark with a lineHeight: figures.caption_view, its view 4 px
+     taller than its lines) runs below its view once wrapped to `width` px from the `old`
+     width it was written for. A caption drawn from a data field is taken as lines that
+     filled the old width. */
+  function captionOverflow(view, unit, old, width) {
+    var mark = unit.mark, text = (unit.encoding || {}).text || {};
+    var em = MONO_EM * fontSize(mark, 12), before = Math.floor(old / em);
+    var chars = width < old ? Math.floor(width / em) : Infinity;
+    var options = textOptions(mark.text !== undefined ? mark.text : text.value);
+    var written = Math.round((view.height - 4) / mark.lineHeight);
+    var lines = options ? lineCount(options, chars, before) :
+      Math.round(written * Math.max(1, before / chars));
+    return Math.max(0, lines * mark.lineHeight - 3 - view.height);
+  }
+  function units(view) { return view.layer || [view]; }
+  /* A legend's height: a row of its entries (its title beside them), or, on a narrowed
+     chart (config.legend: vertical, title on top), a column of them under its title. */
+  function legendHeight(enc, narrow) {
+    var listed = (enc.scale || {}).domain || (Array.isArray(enc.sort) && enc.sort) || [0, 1];
+    var entries = listed.length;
+    var row = Math.max(LEGEND_ROW, Math.sqrt((enc.legend || {}).symbolSize || 0) - 1);
+    return LEGEND_GAP + (narrow ? row * entries + (enc.title === null ? 0 : LEGEND_ROW) : row);
+  }
+  /* The legends of `views`: `shared` (those not resolved independent: one for the whole
+     chart, above it) or each view's own (above it). */
+  function legendsHeight(views, resolve, shared, narrow) {
+    var seen = {}, height = 0;
+    [].concat.apply([], views.map(units)).forEach(function (unit) {
+      LEGEND_CHANNELS.forEach(function (channel) {
+        var enc = (unit.encoding || {})[channel];
+        if (!enc || !enc.field || enc.legend === null || enc.scale === null || seen[channel] ||
+            (resolve[channel] !== "independent") !== shared) return;
+        seen[channel] = true;
+        height += legendHeight(enc, narrow);
+      });
+    });
+    return height;
+  }
+  /* An x axis under a view: its labels (none where `labels` is false), at an angle or not,
+     and its title (the field's name where none is given). */
+  function axisHeight(view) {
+    var x = units(view).map(function (unit) { return (unit.encoding || {}).x; })
+      .filter(function (e) { return e && e.field && e.axis !== null; })[0];
+    if (!x || (x.axis || {}).labels === false) return 0;
+    var angled = (x.axis || {}).labelAngle ? ANGLED_LABELS : 0;
+    return X_AXIS + (x.title === null ? 0 : AXIS_TITLE) + angled;
+  }
+  /* One view as drawn (`view`: its height and width in the narrowed spec) with what stands
+     above and below it; `own` is the same view in the figure's spec, its texts as written. */
+  function viewHeight(view, own, resolve, config) {
+    var narrow = view.width < own.width;
+    var title = titleHeight(own.title, view.width, fontSize(config.title, 13), narrow);
+    var height = view.height + (title && title + TITLE_GAP) + axisHeight(own);
+    height += legendsHeight([own], resolve, false, narrow);
+    units(own).forEach(function (unit) {
+      var mark = unit.mark;
+      if (mark && mark.type === "text" && mark.lineHeight) {
+        height += captionOverflow(own, unit, own.width, view.width);
+      }
+    });
+    return height;
+  }
+  /* The drawn chart's height (its SVG), where `room` px are left for it. */
+  function chartHeight(spec, room) {
+    var config = spec.config || {}, pad = typeof config.padding === "number" ? config.padding : 5;
+    var views = spec.vconcat || [spec], resolve = (spec.resolve || {}).legend || {};
+    var widest = Math.max.apply(null, views.map(function (v) { return v.width || 0; }));
+    var excess = widest + Y_AXIS + 2 * pad + MENU - room;
+    var shown = (excess > 0 && narrowed(spec, excess + SLACK)) || spec, narrow = shown !== spec;
+    var drawn = shown.vconcat || [shown], offset = (config.title || {}).offset;
+    var title = titleHeight(spec.title, drawn[0].width + 50, fontSize(config.title, 15), narrow);
+    var height = 2 * pad + (title && title + (typeof offset === "number" ? offset : 4)) +
+      (views.length - 1) * (typeof spec.spacing === "number" ? spec.spacing : 20);
+    height += legendsHeight(views, resolve, true, narrow);
+    views.forEach(function (own, i) { height += viewHeight(drawn[i], own, resolve, config); });
+    return height;
+  }
+  /* The sliders under the chart (vega-embed's bindings, slm_vega.css): a row each, their
+     names on a row of their own on a phone; radio buttons that do not fit on one row wrap. */
+  function bindingsHeight(spec, room) {
+    var phone = window.matchMedia && window.matchMedia("(max-width: 600px)").matches;
+    var binds = (spec.params || []).filter(function (p) { return p.bind && p.bind.input; });
+    if (!binds.length) return 0;
+    var rows = 0;
+    binds.forEach(function (param) {
+      var name = (param.bind.name || param.name).length * BIND_EM;
+      var line = room - BIND_TOP - (phone ? 0 : Math.max(BIND_NAME, name));
+      rows += (phone ? 1 : 0) + inputRows(param.bind, line, room - BIND_TOP);
+    });
+    return BIND_TOP + rows * BIND_ROW + (binds.length - 1) * BIND_GAP;
+  }
+  /* The rows an input takes: one, or its radio buttons wrapped (a row of options that does
+     not fit beside its name starts on the next line, `width` px wide). */
+  function inputRows(bind, beside, width) {
+    if (bind.input !== "radio") return 1;
+    var sizes = (bind.labels || bind.options || []).map(function (label) {
+      return String(label).length * BIND_EM + RADIO;
+    });
+    var total = sizes.reduce(function (a, b) { return a + b + RADIO_GAP; }, -RADIO_GAP);
+    if (total <= beside) return 1;
+    var rows = 1, x = 0;
+    sizes.forEach(function (size) {
+      if (x > 0 && x + size > width) { rows += 1; x = 0; }
+      x += size + RADIO_GAP;
+    });
+    return rows + (beside < width ? 1 : 0);
+  }
+  function estimatedHeight(spec, room) {  // 0 for a spec unlike the book's (no view height)
+    var height = Math.round(chartHeight(spec, room) + bindingsHeight(spec, room));
+    return isFinite(height) ? height : 0;
+  }
+
+  /* --- a figure drawn as it nears the screen ----------------------------------------------
+     Vega (0.83 MB) loads when the first figure comes within a screen of the viewport (a
+     figure in the first screen: at once), so that a page opened and left unread stays light
+     (tests/browser/test_page_weight.py). Until it is drawn, a figure keeps the height it will
+     have (estimatedHeight, above), so that the page does not jump. */
+  var waiting = new Map(), nearby = null;  // each figure not drawn yet: {draw, reserve}
+  function drawWhenNear(root, draw, reserve) {
+    reserve();
+    if (!window.IntersectionObserver) { draw(); return; }
+    nearby = nearby || new IntersectionObserver(function (entries) {
+      entries.forEach(function (entry) {
+        if (entry.isIntersecting && waiting.has(entry.target)) drawNow(entry.target);
+      });
+    }, { rootMargin: "100% 0px" });  // one screen above and below it
+    waiting.set(root, { draw: draw, reserve: reserve });
+    nearby.observe(root);
+  }
+  function drawNow(root) {
+    var draw = waiting.get(root).draw;
+    waiting.delete(root);
+    nearby.unobserve(root);
+    draw();
+  }
   function mount(root) {
     if (root.getAttribute("data-state")) return;
     root.setAttribute("data-state", "loading");
     var spec = JSON.parse(root.querySelector("script[type='" + MIME + "']").textContent);
-    embed(root.querySelector(".slm-vega-view"), spec).then(function (view) {
-      root.slmView = view;
-      // in a notebook page the arrow keys would otherwise also scroll or move between cells
-      root.addEventListener("keydown", function (e) { if (e.target.tagName === "INPUT") e.stopPropagation(); });
-      root.setAttribute("data-state", "drawn");
-    }).catch(function (e) {
-      root.setAttribute("data-state", "failed");
-      root.querySelector(".slm-vega-view").textContent = "This figure could not be drawn: " + e.message;
-      if (window.console) console.error("kernel-free figure failed to draw:", e);
-    });
+    var view = root.querySelector(".slm-vega-view");
+    function done(state) {  // drawn or failed: the figure takes its own height
+      root.style.minHeight = "";
+      root.setAttribute("data-state", state);
+    }
+    drawWhenNear(root, function () {
+      embed(view, spec).then(function (drawn) {
+        root.slmView = drawn;
+        // in a notebook page the arrow keys would otherwise also scroll or move between cells
+        root.addEventListener("keydown", function (e) { if (e.target.tagName === "INPUT") e.stopPropagation(); });
+        done("drawn");
+      }).catch(function (e) {
+        view.textContent = "This figure could not be drawn: " + e.message;
+        done("failed");
+        if (window.console) console.error("kernel-free figure failed to draw:", e);
+      });
+    }, function () { root.style.minHeight = estimatedHeight(spec, roomFor(view)) + "px"; });
   }
   function mountAll() { document.querySelectorAll(".slm-vega-figure").forEach(mount); }
+  // a page printed shows every figure: those not drawn yet start now (for a second print)
+  window.addEventListener("beforeprint", function () {
+    waiting.forEach(function (w, root) { drawNow(root); });
+  });
+  // a window resized (a phone turned): each figure not drawn yet keeps its height at the new width
+  var resized = null;
+  window.addEventListener("resize", function () {
+    clearTimeout(resized);
+    resized = setTimeout(function () { waiting.forEach(function (w) { w.reserve(); }); }, 200);
+  });
   window.slmVega = { embed: embed, mount: mount, mountAll: mountAll, loadScript: loadScript };
   Object.defineProperty(window.slmVega, "ready", { enumerable: true, get: ready });
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", mountAll);

@@ -5,9 +5,9 @@ graphs and ONNX Runtime's WebAssembly) and the explorers' Vega wait until the re
 an explorer (book/_js/slm_runtime.js, slm_vega.js); once reached, the explorer loads them,
 works, and says how long it took.
 
-Known gap: a page with a kernel-free figure loads Vega (0.83 MB) with the page, and the
-figures are drawn at once, so those pages stay over the budget by less than Vega's weight;
-they are expected failures (xfail) until the figures are drawn as they near the screen.
+A page's kernel-free figures (and Vega, 0.83 MB) wait the same way: each draws as it nears
+the screen (book/_js/slm_vega.js), so a page whose first figure lies below the first screen
+loads no Vega until the reader scrolls.
 
 ``python -m tests.browser.test_page_weight`` prints the table for every page (bytes, requests,
 the largest files).
@@ -25,7 +25,7 @@ import pytest
 
 from .test_live_site import sample_on_own_context
 from .page_check import VIEWPORT
-from .test_site import (FIGURE, SITE, PageVisit, browser, launch, missing, serve,  # noqa: F401
+from .test_site import (SITE, PageVisit, browser, launch, missing, serve,  # noqa: F401
                         site_url, toc_pages)
 
 BUDGET = 2_500_000  # bytes before any interaction, per page
@@ -66,11 +66,6 @@ def test_page_stays_within_its_byte_budget_before_interaction(browser, site_url,
           f"largest: {largest(sizes, site_url)}")
     model = [u for u in sizes if urlparse(u).path.endswith(LIVE_MODEL)]
     assert model == [], f"{path} fetched the live model before the reader reached it: {model}"
-    vega = sum(n for u, n in sizes.items() if urlparse(u).path.startswith("/_static/vega/"))
-    if total > BUDGET and vega and total - vega <= BUDGET and (SITE / path).read_text(
-            "utf-8").count(f'class="{FIGURE[1:]}"'):
-        pytest.xfail(f"{path}: {total:,} bytes, over the budget by {total - BUDGET:,}; Vega "
-                     f"({vega:,}) loads with the page for its kernel-free figures")
     assert total <= BUDGET, (
         f"{path} transfers {total:,} bytes before the reader does anything, over the budget of "
         f"{BUDGET:,}; its largest files: {largest(sizes, site_url)}")
