@@ -84,16 +84,25 @@ book: $(STAMP) book/_vendor/.stamp
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
 # --- tests: ruff (the rules in pyproject.toml) and ESLint (eslint.config.js, from npm's
-# devDependencies, which npm ci installs); then unit tests, every notebook re-executed
-# and compared (under the pinned numerics by nbval, and once more under native kernels by
-# tests/site/test_portable_outputs.py), the built site in a browser. The chapters' timings
-# run on one thread with OpenMP's passive wait policy (SLM_TIMING_THREADS=1, read by
-# shakespeare_lm.timing.native_environment): several chapters run at once here, and nothing
-# compares their timings.
+# devDependencies, which npm ci installs); then two pytest processes side by side, since
+# either alone leaves a core idle for much of its run (its browser waits, kernels starting):
+# the built site in Chromium (tests/browser; its report goes to BROWSER_LOG and is printed
+# after the other's), and the unit tests with every notebook re-executed and compared under
+# the pinned numerics by nbval (the shown cells run alone in the background: tests/conftest.py).
+# make test fails if either does. The chapters' timings run on one thread with OpenMP's
+# passive wait policy (SLM_TIMING_THREADS=1, read by shakespeare_lm.timing.native_environment):
+# several chapters run at once here, and nothing compares their timings.
+BROWSER_LOG := _build/test-browser.log
+TEST_RUN := SLM_TIMING_THREADS=1 $(BIN)/python -m pytest -m "not gpu and not portable" -p no:cacheprovider
 test: book
 	$(BIN)/ruff check .
 	node_modules/.bin/eslint --max-warnings 0 book/_js shakespeare_lm/site/static
-	$(PINNED) SLM_TIMING_THREADS=1 $(BIN)/python -m pytest tests notebooks $(NBVAL) -m "not gpu and not portable" -p no:cacheprovider
+	@echo "$(TEST_RUN) tests/browser > $(BROWSER_LOG), beside:"
+	@$(PINNED) $(TEST_RUN) tests/browser > $(BROWSER_LOG) 2>&1 & browser=$$!; \
+	$(PINNED) $(TEST_RUN) tests notebooks --ignore=tests/browser $(NBVAL); rest=$$?; \
+	wait $$browser; in_browser=$$?; \
+	echo; echo "=== the browser tests, run beside the rest ($(BROWSER_LOG)) ==="; \
+	cat $(BROWSER_LOG); exit $$(( rest || in_browser ))
 
 # The stored outputs hold under native numerics too: every page re-executed once more without
 # numerics.env, each number within one unit of its last shown digit (tests/site/

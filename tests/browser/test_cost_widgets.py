@@ -73,7 +73,10 @@ def chapter(request, browser):  # noqa: F811
 
 
 def figure_with(page, control: str):
-    """The kernel-free figure that has a control named ``control``, drawn."""
+    """The kernel-free figure that has a control named ``control``, drawn (a figure draws,
+    and gets its controls, as it nears the screen: each is scrolled to first)."""
+    for each in page.locator(FIGURE).all():
+        drawn_chart(page, each)
     fig = page.locator(FIGURE).filter(
         has=page.locator(".vega-bind-name", has_text=control))
     assert fig.count() == 1, f"{fig.count()} figures with a control {control!r}"
