@@ -322,7 +322,9 @@ def settle(page) -> None:
 
     page.wait_for_load_state("networkidle")
     typeset_math(page)
-    for fig in page.locator(FIGURE).all():  # one that fails to draw: test_site fails that
+    # the figures slm_vega.js took on (it marks each at once; a synthetic page's are not):
+    # one that fails to draw, test_site fails
+    for fig in page.locator(f"{FIGURE}[data-state]").all():
         fig.scroll_into_view_if_needed()
         with contextlib.suppress(Timeout):
             page.wait_for_function("el => ['drawn', 'failed'].includes(el.dataset.state)",
