@@ -31,8 +31,8 @@ SHOWN_TEST = "test_shown_cells_run_alone"
 def pytest_collection_modifyitems(session, config, items):
     """Start the cross-environment output check in the background as soon as the session is
     collected, and move its test to the end: it re-executes every chapter on one core while
-    the unit tests, nbval and the browser tests use the other. The shown-cells run starts
-    then too, niced, and its test goes last. Once both background runs have ended, a second
+    the unit tests and nbval use the other. The shown-cells run starts then too, and its
+    test goes last. Once both background runs have ended, a second
     pytest process takes nbval's chapters from the last one backwards while the session
     takes them from the first (tests/site/test_late_nbval.py); its test goes last of all."""
     portable = [item for item in items if item.name == PORTABLE_TEST]
@@ -42,7 +42,7 @@ def pytest_collection_modifyitems(session, config, items):
         proc, work = start_native_compare()
         config.portable_compare = (proc, work)
         config.add_cleanup(lambda: proc.poll() is None and proc.kill())
-    # the shown cells of every chapter, run alone: in the background too, at a lower priority
+    # the shown cells of every chapter, run alone: in the background too
     shown = [item for item in items if item.name == SHOWN_TEST]
     if shown:
         from tests.site.test_shown_cells import start_shown_run

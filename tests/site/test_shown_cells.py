@@ -25,7 +25,6 @@ from __future__ import annotations
 import ast
 import builtins
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -156,14 +155,14 @@ def run_shown(path: Path, cache_dir: Path, timeout: int = 600) -> list[str]:
 
 def start_shown_run() -> tuple[subprocess.Popen, Path]:
     """Start ``python -m tests.site.test_shown_cells`` on every chapter in the background,
-    at a lower priority (``nice 10``): it takes what the cores leave while the rest of the
-    suite runs. Its report goes to a file."""
+    at the session's own priority: ``make test`` runs the browser tests in a process of their
+    own beside the session, and a run at a lower priority would get nothing from two busy
+    cores until they end, then hold the session up alone. Its report goes to a file."""
     work = Path(tempfile.mkdtemp(prefix="shown-cells-"))
     with open(work / "report.txt", "w") as log:
         proc = subprocess.Popen([sys.executable, "-m", "tests.site.test_shown_cells",
                                  *map(str, NOTEBOOKS)], cwd=ROOT, stdout=log,
-                                stderr=subprocess.STDOUT, text=True,
-                                preexec_fn=lambda: os.nice(10))
+                                stderr=subprocess.STDOUT, text=True)
     return proc, work
 
 
