@@ -84,34 +84,25 @@ book: $(STAMP) book/_vendor/.stamp
 	@echo "The book is in _build/html: open _build/html/index.html in a browser."
 
 # --- tests: ruff (the rules in pyproject.toml) and ESLint (eslint.config.js, from npm's
-# devDependencies, which npm ci installs); then three pytest processes side by side, since
-# each alone leaves a core idle for much of its run (browser waits, kernels starting): every
-# page of the built site judged in Chromium (PAGE_TESTS: one visit per page and width,
-# tests/browser/site_visits.py), the explorers and JupyterLab in Chromium (the rest of
-# tests/browser), and the unit tests with every notebook re-executed and compared under the
-# pinned numerics by nbval (the shown cells run alone in the background: tests/conftest.py).
-# The two browser reports go to _build/ and are printed after the third's; make test fails if
-# any of the three does. The chapters' timings run on one thread with OpenMP's passive wait
-# policy (SLM_TIMING_THREADS=1, read by shakespeare_lm.timing.native_environment): several
-# chapters run at once here, and nothing compares their timings.
-PAGE_TESTS := $(addprefix tests/browser/test_,accessibility.py page_check.py page_weight.py \
-                                              phone.py site.py)
-PAGES_LOG  := _build/test-pages.log
+# devDependencies, which npm ci installs); then two pytest processes side by side, since
+# either alone leaves a core idle for much of its run (its browser waits, kernels starting):
+# the built site in Chromium (tests/browser; its report goes to BROWSER_LOG and is printed
+# after the other's), and the unit tests with every notebook re-executed and compared under
+# the pinned numerics by nbval (the shown cells run alone in the background: tests/conftest.py).
+# make test fails if either does. The chapters' timings run on one thread with OpenMP's
+# passive wait policy (SLM_TIMING_THREADS=1, read by shakespeare_lm.timing.native_environment):
+# several chapters run at once here, and nothing compares their timings.
 BROWSER_LOG := _build/test-browser.log
 TEST_RUN := SLM_TIMING_THREADS=1 $(BIN)/python -m pytest -m "not gpu and not portable" -p no:cacheprovider
 test: book
 	$(BIN)/ruff check .
 	node_modules/.bin/eslint --max-warnings 0 book/_js shakespeare_lm/site/static
-	@echo "$(TEST_RUN) PAGE_TESTS > $(PAGES_LOG), tests/browser (the rest) > $(BROWSER_LOG), beside:"
-	@$(PINNED) $(TEST_RUN) $(PAGE_TESTS) > $(PAGES_LOG) 2>&1 & pages=$$!; \
-	$(PINNED) $(TEST_RUN) tests/browser $(addprefix --ignore=,$(PAGE_TESTS)) > $(BROWSER_LOG) 2>&1 & \
-	browser=$$!; \
+	@echo "$(TEST_RUN) tests/browser > $(BROWSER_LOG), beside:"
+	@$(PINNED) $(TEST_RUN) tests/browser > $(BROWSER_LOG) 2>&1 & browser=$$!; \
 	$(PINNED) $(TEST_RUN) tests notebooks --ignore=tests/browser $(NBVAL); rest=$$?; \
-	wait $$pages; in_pages=$$?; wait $$browser; in_browser=$$?; \
-	echo; echo "=== every page of the site, run beside the rest ($(PAGES_LOG)) ==="; \
-	cat $(PAGES_LOG); \
-	echo; echo "=== the explorers and JupyterLab, run beside the rest ($(BROWSER_LOG)) ==="; \
-	cat $(BROWSER_LOG); exit $$(( rest || in_pages || in_browser ))
+	wait $$browser; in_browser=$$?; \
+	echo; echo "=== the browser tests, run beside the rest ($(BROWSER_LOG)) ==="; \
+	cat $(BROWSER_LOG); exit $$(( rest || in_browser ))
 
 # The stored outputs hold under native numerics too: every page re-executed once more without
 # numerics.env, each number within one unit of its last shown digit (tests/site/
