@@ -57,7 +57,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .test_site import FIGURE, SITE, PageVisit, launch, serve, toc_pages, typeset_math
+from .test_site import (FIGURE, SITE, PageVisit, launch, reach_figure, serve, toc_pages,
+                        typeset_math)
 
 VIEWPORT = {"width": 1280, "height": 720}
 MAX_LINE = 88
@@ -325,10 +326,8 @@ def settle(page) -> None:
     # the figures slm_vega.js took on (it marks each at once; a synthetic page's are not):
     # one that fails to draw, test_site fails
     for fig in page.locator(f"{FIGURE}[data-state]").all():
-        fig.scroll_into_view_if_needed()
         with contextlib.suppress(Timeout):
-            page.wait_for_function("el => ['drawn', 'failed'].includes(el.dataset.state)",
-                                   arg=fig.element_handle(), timeout=20000)
+            reach_figure(page, fig)
     page.evaluate("window.scrollTo(0, 0)")
     if page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
         # no widget drew: the checks still run (test_site fails that)

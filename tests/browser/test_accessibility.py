@@ -16,7 +16,7 @@ import pytest
 from .test_phone import EXPLORERS, EXTRA_PAGES, LIVE, PHONE, woken_explorers
 from .test_phone import judge as judge_defects
 from .test_site import (FIGURE, ROOT, PageVisit, browser, missing, site_url,  # noqa: F401
-                        toc_pages, typeset_math)
+                        reach_figure, toc_pages, typeset_math)
 
 AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
 TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
@@ -70,9 +70,7 @@ def settle(page) -> None:
     view, and their menus), and the scrollers' Tab stops."""
     typeset_math(page)
     for fig in page.locator(FIGURE).all():
-        fig.scroll_into_view_if_needed()
-        page.wait_for_function("el => ['drawn', 'failed'].includes(el.dataset.state)",
-                               arg=fig.element_handle(), timeout=20000)
+        reach_figure(page, fig)
     page.evaluate("window.scrollTo(0, 0)")
     settle_scrollers(page)
 

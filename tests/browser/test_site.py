@@ -227,13 +227,18 @@ LAYOUT = """el => {
 }"""
 
 
-def drawn_chart(page, fig) -> str:
-    """Scroll the figure into view (a figure draws as it nears the screen), wait until it is
-    drawn and check that it reads (LAYOUT); its SVG."""
+def reach_figure(page, fig) -> None:
+    """Scroll the figure into view (a figure draws as it nears the screen, slm_vega.js) and
+    wait until it is drawn or has failed (a Playwright TimeoutError after 20 s)."""
     fig.scroll_into_view_if_needed()
-    page.wait_for_function("el => el.getAttribute('data-state') === 'drawn' || "
-                           "el.getAttribute('data-state') === 'failed'",
+    page.wait_for_function("el => ['drawn', 'failed'].includes(el.dataset.state)",
                            arg=fig.element_handle(), timeout=20000)
+
+
+def drawn_chart(page, fig) -> str:
+    """Reach the figure (``reach_figure``), and check that it drew and that it reads
+    (LAYOUT); its SVG."""
+    reach_figure(page, fig)
     assert fig.get_attribute("data-state") == "drawn", fig.inner_text()[:300]
     chart = fig.locator(".slm-vega-view svg.marks")
     assert chart.locator("g.role-mark > *").count() > 0, "the figure drew no marks"
