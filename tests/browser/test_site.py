@@ -141,12 +141,27 @@ class PageVisit:
             self.page.on("requestfinished", lambda r: _count_bytes(sizes, r))
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("requestfailed", lambda r: self.failed.append(f"{r.url} ({r.failure})"))
+        # A request the page's own next navigation cuts short (a test reloads the page while
+        # a script is still arriving) fails with net::ERR_ABORTED; that is not a failure.
+        self._navigations, self._begun = 0, {}
+        self.page.on("request", self._on_request)
+        self.page.on("requestfailed", self._on_failed)
         self.page.route("**/*", offline_router(self.external, local_schemes))
         response = self.page.goto(url, wait_until="load")
         if not url.startswith("file:"):  # a page opened from disk has no HTTP response
             assert response is not None and response.ok, \
                 f"{url}: HTTP {response and response.status}"
+
+    def _on_request(self, request) -> None:
+        if request.is_navigation_request() and request.frame == self.page.main_frame:
+            self._navigations += 1
+        self._begun[request] = self._navigations
+
+    def _on_failed(self, request) -> None:
+        cut_short = "ERR_ABORTED" in (request.failure or "") and \
+            self._begun.get(request, self._navigations) < self._navigations
+        if not cut_short:
+            self.failed.append(f"{request.url} ({request.failure})")
 
     def close(self):
         self.page.close()
@@ -275,3 +290,38 @@ def test_moving_a_kernel_free_slider_redraws_the_figure(browser, site_url, path)
     everything else was read)."""
     record = laptop_visit(browser, site_url, path)
     assert record.sliders == [], f"{path}: " + "\n".join(record.sliders)
+
+
+def test_a_request_cut_short_by_a_reload_is_not_a_failed_request(browser):
+    """PageVisit keeps every failed request except one the page's own next navigation cut
+    short: a test that reloads the page while a script is still arriving has not found a
+    broken page, but a fetch the page itself aborts, or a missing file, is one."""
+    page_path = SITE / "book" / "live.html"
+    if not page_path.exists():
+        missing(f"no {page_path}: run `make book` first")
+    visit = PageVisit(browser, page_path.as_uri(), None, ("data", "blob", "file"))
+    raw, held = [], []
+    visit.page.on("requestfailed", lambda r: raw.append(r.failure))
+    try:  # the script is held on its way, so the reload always overtakes it
+        def hold(route):
+            held.append(route)
+
+        visit.page.route("**/held.js", hold)
+        visit.page.evaluate("""() => { const s = document.createElement('script');
+            s.src = '../_static/held.js'; document.head.append(s); }""")
+        visit.page.wait_for_function("() => true")  # let the request reach the route
+        visit.page.reload(wait_until="load")
+        visit.page.unroute("**/held.js", hold)
+        assert held and raw == ["net::ERR_ABORTED"], (held, raw)
+        assert visit.failed == [], visit.failed
+        visit.page.evaluate("""() => new Promise(done => {
+            const s = document.createElement('script'); s.src = '../_static/no-such-file.js';
+            s.onerror = done; document.head.append(s); })""")
+        visit.page.evaluate("""() => { const stop = new AbortController();
+            const asked = fetch('../_static/vega/vega.min.js', {signal: stop.signal});
+            stop.abort(); return asked.catch(() => null); }""")
+        visit.page.wait_for_timeout(300)
+        assert [f.rsplit(" ", 1)[-1] for f in visit.failed] == \
+            ["(net::ERR_FILE_NOT_FOUND)", "(net::ERR_ABORTED)"], visit.failed
+    finally:
+        visit.close()
