@@ -1,9 +1,11 @@
 """Google Lighthouse over the built site (``make audit``).
 
-Serves the built site on 127.0.0.1 and runs Lighthouse (tools/audit/node_modules: its own npm
-package, never a dependency of the book) over each page, one page at a time, in Debian's
-headless Chromium, twice: as a phone (Lighthouse's default: a 412 px screen, slow 4G and a CPU
-4 times slower, all simulated) and as a desktop (its desktop preset). Each report goes to
+Serves the built site on 127.0.0.1 as a static host would (text, scripts, styles, JSON, SVG
+and WebAssembly gzip-compressed for a browser that accepts it) and runs Lighthouse
+(tools/audit/node_modules: its own npm package, never a dependency of the book) over each
+page, one page at a time, in Debian's headless Chromium, twice: as a phone (Lighthouse's
+default: a 412 px screen, slow 4G and a CPU 4 times slower, all simulated) and as a desktop
+(its desktop preset). Each report goes to
 OUT/<form factor>/<page>.json; the table goes to OUT/scores.md and is printed: per page and
 form factor, the four category scores (performance, accessibility, best practices, SEO), the
 metric that costs the performance score the most points and the kB the page transferred.
@@ -22,8 +24,14 @@ audit the old site first with ``--site OLD --out DIR``.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import gzip
+import http.server
 import json
+import mimetypes
 import os
+import threading
 import subprocess
 import sys
 import time
@@ -33,7 +41,7 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the pages and the server come from the tests
-from tests.browser.test_site import CHROMIUM, serve, toc_pages  # noqa: E402
+from tests.browser.test_site import CHROMIUM, toc_pages  # noqa: E402
 
 LIGHTHOUSE = ROOT / "tools" / "audit" / "node_modules" / ".bin" / "lighthouse"
 CATEGORIES = {"performance": "perf", "accessibility": "a11y", "best-practices": "bp",
@@ -59,6 +67,62 @@ class Summary:
     kilobytes: float  # transferred while the page loaded (Lighthouse's total-byte-weight)
     external: list[str]  # requests to a host other than 127.0.0.1
     warnings: list[str]
+
+
+# what a static host compresses: text of every kind, and WebAssembly; not images, fonts or
+# the model's graphs (already dense binary)
+COMPRESSED_TYPES = ("text/", "application/javascript", "application/json", "image/svg+xml",
+                    "application/wasm", "application/xml")
+
+
+class HostHandler(http.server.SimpleHTTPRequestHandler):
+    """The site's files, gzip-compressed (level 6, as web servers' defaults go) when the type is
+    one of COMPRESSED_TYPES and the request accepts gzip; each file is compressed once."""
+
+    cache: dict[tuple[str, float], bytes] = {}
+    lock = threading.Lock()
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        self._send(body=True)
+
+    def do_HEAD(self):
+        self._send(body=False)
+
+    def _send(self, body: bool) -> None:
+        path = self.translate_path(self.path)
+        kind = mimetypes.guess_type(path)[0] or ""
+        if (not os.path.isfile(path) or "gzip" not in self.headers.get("Accept-Encoding", "")
+                or not kind.startswith(COMPRESSED_TYPES)):
+            return super().do_GET() if body else super().do_HEAD()
+        key = (path, os.path.getmtime(path))
+        with self.lock:
+            if key not in self.cache:
+                self.cache[key] = gzip.compress(Path(path).read_bytes(), compresslevel=6)
+            data = self.cache[key]
+        self.send_response(200)
+        self.send_header("Content-Type", self.guess_type(path))
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Vary", "Accept-Encoding")
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+
+@contextlib.contextmanager
+def serve_like_a_host(directory: Path):
+    """Serve ``directory`` on 127.0.0.1 (a free port) with HostHandler; yields its base URL."""
+    handler = functools.partial(HostHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
 
 
 def default_pages() -> list[str]:
@@ -206,7 +270,7 @@ def audit(site: Path, pages: list[str], out: Path) -> Rows:
     of a small machine busy, and a second at once would slow both: their scores would drop).
     A failed run is said at once, and the others go on."""
     rows: Rows = {}
-    with serve(site) as base:
+    with serve_like_a_host(site) as base:
         for page in pages:
             rows[page] = {}
             for form in FORM_FACTORS:
