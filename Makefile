@@ -29,7 +29,7 @@ PINNED := set -a && . ./numerics.env && set +a &&
 help:
 	@echo "make book      build the static site into _build/html (offline); sets up $(VENV) first"
 	@echo "make test      every test: ruff, unit tests, nbval over notebooks/, the built site in Chromium"
-	@echo "make test-portable  every page once more under native numerics (CI runs it after make test)"
+	@echo "make test-portable  every chapter again under native numerics, whole and its shown cells alone (CI runs it after make test)"
 	@echo "make venv      only set up the environment ($(VENV)): torch, this package, its extras"
 	@echo "make lab       open the notebooks in JupyterLab"
 	@echo "make execute   re-execute every notebook in place (outputs, no widget state); NB=notebooks/03_*.ipynb for one"
@@ -88,7 +88,7 @@ book: $(STAMP) book/_vendor/.stamp
 # either alone leaves a core idle for much of its run (its browser waits, kernels starting):
 # the built site in Chromium (tests/browser; its report goes to BROWSER_LOG and is printed
 # after the other's), and the unit tests with every notebook re-executed and compared under
-# the pinned numerics by nbval (the shown cells run alone in the background: tests/conftest.py).
+# the pinned numerics by nbval (a second nbval process shares the chapters: tests/conftest.py).
 # make test fails if either does. The chapters' timings run on one thread with OpenMP's
 # passive wait policy (SLM_TIMING_THREADS=1, read by shakespeare_lm.timing.native_environment):
 # several chapters run at once here, and nothing compares their timings.
@@ -104,11 +104,13 @@ test: book
 	echo; echo "=== the browser tests, run beside the rest ($(BROWSER_LOG)) ==="; \
 	cat $(BROWSER_LOG); exit $$(( rest || in_browser ))
 
-# The stored outputs hold under native numerics too: every page re-executed once more without
-# numerics.env, each number within one unit of its last shown digit (tests/site/
-# test_portable_outputs.py). A third execution of every page, so not part of make test; CI runs it.
+# Every chapter re-executed twice more under native numerics (no numerics.env), side by side,
+# one a core: whole, each stored number within one unit of its last shown digit (tests/site/
+# test_portable_outputs.py), and its shown cells alone, none of which may fail (tests/site/
+# test_shown_cells.py; make test keeps its static half). A second and a third execution of
+# every chapter, which would take make test past 15 minutes on 2 cores; CI runs it after it.
 test-portable: book
-	$(PINNED) $(BIN)/python -m pytest tests/site/test_portable_outputs.py -m portable -p no:cacheprovider
+	$(PINNED) $(BIN)/python -m pytest tests/site/test_portable_outputs.py tests/site/test_shown_cells.py -m portable -p no:cacheprovider
 
 # The CUDA tests need a CUDA build of torch, which the book's environment does not have. On a GPU
 # machine, make test-gpu makes .venv-gpu with torch==2.13.0 from the default package index (for

@@ -29,12 +29,13 @@ SHOWN_TEST = "test_shown_cells_run_alone"
 
 @pytest.hookimpl(trylast=True)  # after -m / -k have deselected what they deselect
 def pytest_collection_modifyitems(session, config, items):
-    """Start the cross-environment output check in the background as soon as the session is
-    collected, and move its test to the end: it re-executes every chapter on one core while
-    the unit tests and nbval use the other. The shown-cells run starts then too, and its
-    test goes last. Once both background runs have ended, a second
-    pytest process takes nbval's chapters from the last one backwards while the session
-    takes them from the first (tests/site/test_late_nbval.py); its test goes last of all."""
+    """Start the background re-executions of the chapters as soon as the session is
+    collected, and move their tests to the end: the cross-environment output check and the
+    shown-cells run (both marked ``portable``: make test-portable runs them side by side, one
+    a core). A second pytest process takes nbval's chapters from the last one backwards while
+    the session takes them from the first (tests/site/test_late_nbval.py): at once in make
+    test, which starts no background run, or once the background runs have ended; its test
+    goes last of all."""
     portable = [item for item in items if item.name == PORTABLE_TEST]
     if portable:
         from tests.site.test_portable_outputs import start_native_compare
@@ -55,8 +56,7 @@ def pytest_collection_modifyitems(session, config, items):
 
     waits = [run[0] for run in (getattr(config, "portable_compare", None),
                                 getattr(config, "shown_run", None)) if run]
-    if waits:
-        start_late_nbval(config, items, waits)
+    start_late_nbval(config, items, waits)
     late_nbval = [item for item in items if item.name == LATE_TEST]
     late = {PORTABLE_TEST, SHOWN_TEST, LATE_TEST}
     items[:] = [item for item in items if item.name not in late] + portable + shown + late_nbval

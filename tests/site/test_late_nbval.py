@@ -1,12 +1,12 @@
-"""nbval's chapters shared between the session and a second pytest process, on the core
-that the background chapter runs free.
+"""nbval's chapters shared between the session and a second pytest process, on the other
+core.
 
 In one ``make test`` session (tests/ and notebooks/ together), nbval compares the chapters
-one after another on one thread once the tests of tests/ are done. The background
-re-executions (``test_shown_cells``, and ``test_portable_outputs`` where the session collects
-it: ``make test`` leaves it to ``make test-portable``) end well before that, and one core would
-sit idle. So ``tests/conftest.py`` starts ``LateNbval``: a thread that waits for the
-background runs to end, then takes the chapters from the last one backwards and runs
+one after another on one thread once the tests of tests/ are done, and one core would sit
+idle. So ``tests/conftest.py`` starts ``LateNbval``: a thread that waits for the background
+re-executions the session started, if any (``test_shown_cells`` and
+``test_portable_outputs``, where the session collects them: ``make test`` leaves both to
+``make test-portable``), then takes the chapters from the last one backwards and runs
 ``pytest --nbval`` on each, with the session's own nbval options, under the same pinned
 numerics. The session takes them from the first one forwards. Each side claims a chapter
 before it starts it (a file created exclusively in a shared folder), so every chapter is

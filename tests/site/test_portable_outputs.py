@@ -9,7 +9,8 @@ MKL's automatic branch, oneDNN's native instruction set), in a fresh chapter-4 c
 requires each stored number to hold up to one unit in the last digit it shows
 (``shakespeare_lm.site.outputs``). It is a third full execution of every page, so it has a
 target of its own, ``make test-portable`` (marker ``portable``), which CI (``.ci/run``) runs
-after ``make test``: ``make test`` re-executes the pages twice (nbval, the shown cells).
+after ``make test``, beside the run of every chapter's shown cells alone
+(``test_shown_cells.py``): ``make test`` re-executes the pages once (nbval).
 The 17 nbval failures that this project once had on a fresh machine (unrounded glued
 floats, 16-digit floats in figure JSON, a printed ``4.3e-06`` noise value) all fail it.
 """

@@ -13,8 +13,11 @@ that:
   under native kernels on one thread (as a student's kernel runs them; nothing is compared
   bit for bit here, so the pinned numerics would only make it slower: chapter 5 took 38 s
   pinned and 21 s native), with a chapter-4 cache of its own, and fails on every cell that
-  raises, naming it. It runs in the background while the rest of the suite runs
-  (``tests/conftest.py``).
+  raises, naming it. Like the cross-environment check (``test_portable_outputs.py``) it
+  re-executes every chapter under native numerics, so it shares that check's marker,
+  ``portable``, and its target, ``make test-portable``, which CI (``.ci/run``) runs after
+  ``make test``; the two run side by side in the background (``tests/conftest.py``), one a
+  core. ``make test`` keeps the first test.
 
 ``python -m tests.site.test_shown_cells [NOTEBOOK ...]`` runs the second one from the shell
 and prints each chapter's count of failing cells.
@@ -167,6 +170,7 @@ def start_shown_run() -> tuple[subprocess.Popen, Path]:
 
 
 @pytest.mark.slow
+@pytest.mark.portable
 def test_shown_cells_run_alone(request):
     # started when the session began (tests/conftest.py) and moved to the end of it
     proc, work = getattr(request.config, "shown_run", None) or start_shown_run()
