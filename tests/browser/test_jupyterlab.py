@@ -173,25 +173,23 @@ class LabPage:
         self.page.on("pageerror", lambda e: self.errors.append(f"{e}\n{e.stack}"))
         self.page.route("**/*", offline_router(self.external))
         self.page.goto(f"{server.url}/lab/tree/{UNRUN}?token={server.token}")
-        self.panels = {UNRUN: self.panel(UNRUN, kernel=False)}
+        self.panels = {UNRUN: self._panel(UNRUN, kernel=False)}
 
     def open(self, name: str):
         """Open a second chapter from the file browser, beside the first."""
         self.page.locator(".jp-DirListing-itemText", has_text=name).dblclick()
-        self.panels[name] = self.panel(name, kernel=True)
+        self.panels[name] = self._panel(name, kernel=True)
         return self.panels[name]
 
     def tab(self, name: str):
         return self.page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
 
-    def panel(self, name: str, kernel: bool, shown: bool = True):
-        """The panel of tab ``name``, once its cells are in (and its kernel is idle); a panel
-        in a background tab (``shown=False``) is hidden, so its cells are only attached."""
+    def _panel(self, name: str, kernel: bool):
+        """The panel of tab ``name``, once its cells are in (and its kernel is idle)."""
         tab = self.tab(name)
         tab.wait_for(timeout=60_000)
         panel = self.page.locator(f"[id='{tab.get_attribute('data-id')}']")
-        panel.locator(".jp-MarkdownCell").first.wait_for(
-            state="visible" if shown else "attached", timeout=60_000)
+        panel.locator(".jp-MarkdownCell").first.wait_for(timeout=60_000)
         if kernel:
             self.wait_idle(panel)
         return panel
@@ -478,9 +476,6 @@ def _saved(path: Path, timeout: float = 15) -> dict:
             time.sleep(0.1)
 
 
-OPENED_AT_ONCE = 6  # chapters open side by side, their kernels starting together
-
-
 def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
     """JupyterLab writes the kernel's display name and marks folded cells when a chapter
     opens; if the stored chapter differed, the tab would turn dirty, closing it would ask
@@ -490,40 +485,30 @@ def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
     every chart it draws (it adds it only when missing, and a stored PNG would take the
     interactive chart's place elsewhere). And on a Python other than the one that executed
     the chapters (any of 3.11 to 3.13 runs them), JupyterLab records the kernel's version in
-    ``language_info``: that one field may change, to this Python's version. The chapters
-    are opened a few at a time, as a reader with several tabs would."""
+    ``language_info``: that one field may change, to this Python's version."""
     problems = []
-    chapters = sorted(lab.server.root.glob("[0-9]*.ipynb"))
-    for first in range(0, len(chapters), OPENED_AT_ONCE):
-        batch = chapters[first:first + OPENED_AT_ONCE]
-        before = {path.name: json.loads(path.read_text("utf-8")) for path in batch}
-        for path in batch:  # double-click each, then wait for them all
-            if path.name not in lab.panels:
-                lab.page.locator(".jp-DirListing-itemText", has_text=path.name).dblclick()
-        for path in batch:  # the kernels start side by side; each tab shown in turn
-            panel = lab.panels.get(path.name) or lab.panel(path.name, kernel=False,
-                                                           shown=False)
-            lab.tab(path.name).click()  # (a background panel's indicator has no status)
-            if path.name != UNRUN:
-                lab.wait_idle(panel)
-        lab.page.wait_for_timeout(1500)  # the renderers' and the kernels' updates land
-        for path in batch:
-            lab.tab(path.name).click()
-            lab.page.keyboard.press("Control+s")
-            # a chapter JupyterLab changed is dirty, and saved once its tab is no longer marked
-            lab.page.wait_for_function("t => !t.classList.contains('jp-mod-dirty')",
-                                       arg=lab.tab(path.name).element_handle(), timeout=15_000)
-            after = _saved(path)
-            changed = [d for d in _differences(before[path.name], after)
-                       if not VEGA_PNG.search(d)
-                       and not (d == "/metadata/language_info/version" and
-                                after["metadata"]["language_info"]["version"] == THIS_PYTHON)]
-            if changed:
-                problems.append(f"{path.name}: JupyterLab changed {changed[:6]}")
-            lab.tab(path.name).locator(".lm-TabBar-tabCloseIcon").click()
-            lab.panels.pop(path.name, None)
-            lab.tab(path.name).wait_for(state="detached", timeout=15_000)
-            lab.server.end_session(path.name)
+    for path in sorted(lab.server.root.glob("[0-9]*.ipynb")):
+        before = json.loads(path.read_text("utf-8"))
+        panel = lab.panels.get(path.name) or lab.open(path.name)
+        lab.tab(path.name).click()  # a chapter an earlier test opened may be in the background
+        if path.name != UNRUN:
+            lab.wait_idle(panel)
+        lab.page.wait_for_timeout(1500)  # the renderers' and the kernel's updates land
+        lab.tab(path.name).click()
+        lab.page.keyboard.press("Control+s")
+        # a chapter JupyterLab changed is dirty, and saved once its tab is no longer marked
+        lab.page.wait_for_function("t => !t.classList.contains('jp-mod-dirty')",
+                                   arg=lab.tab(path.name).element_handle(), timeout=15_000)
+        after = _saved(path)
+        changed = [d for d in _differences(before, after) if not VEGA_PNG.search(d)
+                   and not (d == "/metadata/language_info/version" and
+                            after["metadata"]["language_info"]["version"] == THIS_PYTHON)]
+        if changed:
+            problems.append(f"{path.name}: JupyterLab changed {changed[:6]}")
+        lab.tab(path.name).locator(".lm-TabBar-tabCloseIcon").click()
+        lab.panels.pop(path.name, None)
+        lab.tab(path.name).wait_for(state="detached", timeout=15_000)
+        lab.server.end_session(path.name)
     assert problems == [], "\n".join(problems)
 
 
