@@ -62,9 +62,10 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
 
 @contextlib.contextmanager
-def serve(directory: Path):
-    """Serve ``directory`` on 127.0.0.1 (a free port) for the block; yields its base URL."""
-    handler = functools.partial(_QuietHandler, directory=str(directory))
+def serve(directory: Path, handler_class=_QuietHandler):
+    """Serve ``directory`` on 127.0.0.1 (a free port) for the block with ``handler_class``
+    (a SimpleHTTPRequestHandler); yields its base URL."""
+    handler = functools.partial(handler_class, directory=str(directory))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -24,8 +24,6 @@ audit the old site first with ``--site OLD --out DIR``.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import functools
 import gzip
 import http.server
 import json
@@ -41,7 +39,7 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the pages and the server come from the tests
-from tests.browser.test_site import CHROMIUM, toc_pages  # noqa: E402
+from tests.browser.test_site import CHROMIUM, serve, toc_pages  # noqa: E402
 
 LIGHTHOUSE = ROOT / "tools" / "audit" / "node_modules" / ".bin" / "lighthouse"
 CATEGORIES = {"performance": "perf", "accessibility": "a11y", "best-practices": "bp",
@@ -112,17 +110,9 @@ class HostHandler(http.server.SimpleHTTPRequestHandler):
             self.wfile.write(data)
 
 
-@contextlib.contextmanager
 def serve_like_a_host(directory: Path):
     """Serve ``directory`` on 127.0.0.1 (a free port) with HostHandler; yields its base URL."""
-    handler = functools.partial(HostHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
+    return serve(directory, HostHandler)
 
 
 def default_pages() -> list[str]:
