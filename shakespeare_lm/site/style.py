@@ -16,6 +16,9 @@ called; the diagrams (``shakespeare_lm.site.diagrams``) are drawn in these colou
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
 import warnings
 
 # Okabe & Ito, "Color Universal Design" (2008), by name (green is their bluish green,
@@ -171,8 +174,32 @@ def register_altair_theme(enable: bool = True) -> None:
         alt.theme.enable(THEME)
 
 
+class _ThemeOnImport(importlib.abc.MetaPathFinder):
+    """Registers and enables the Altair theme the moment ``altair`` is first imported.
+
+    Importing Altair takes about 1.7 s (jsonschema and its format checkers), and most
+    chapters draw only with matplotlib: ``use()`` leaves the import to the first chart, and
+    this finder, placed first on ``sys.meta_path``, adds the theme right after it."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "altair":
+            return None
+        sys.meta_path.remove(self)  # once: the normal finders find the module
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            run_module = spec.loader.exec_module
+
+            def run_then_register(module):
+                run_module(module)
+                register_altair_theme(enable=True)
+
+            spec.loader.exec_module = run_then_register
+        return spec
+
+
 def use() -> None:
-    """Apply the style: matplotlib rcParams, the Altair theme registered and enabled."""
+    """Apply the style: matplotlib rcParams, and the Altair theme registered and enabled
+    (now if Altair is loaded, else as soon as something imports it)."""
     import matplotlib as mpl
 
     mpl.rcParams.update(_mpl_rc())
@@ -180,4 +207,7 @@ def use() -> None:
     # constrained to tight layout, which matplotlib announces with a warning: both
     # layouts are fine here
     warnings.filterwarnings("ignore", message="The figure layout has changed to tight")
-    register_altair_theme(enable=True)
+    if "altair" in sys.modules:
+        register_altair_theme(enable=True)
+    elif not any(isinstance(finder, _ThemeOnImport) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _ThemeOnImport())

@@ -210,6 +210,27 @@ def test_style_use_sets_matplotlib_and_the_altair_theme():
     assert len(set(style.PALETTE)) == len(style.PALETTE) == 8
 
 
+LAZY_THEME_PROBE = """
+import sys
+from shakespeare_lm.site import style
+style.use()
+style.use()  # twice, as a chapter run twice in one kernel would
+assert "altair" not in sys.modules, "use() imported Altair"
+import altair as alt
+assert alt.theme.active == style.THEME, alt.theme.active
+assert alt.Chart().mark_point().to_dict()["config"] == style.vega_config()
+assert not [f for f in sys.meta_path if type(f).__name__ == "_ThemeOnImport"]
+"""
+
+
+def test_style_use_leaves_altair_to_the_first_chart_and_themes_it_then():
+    """A chapter that draws only with matplotlib never pays for importing Altair; one that
+    imports it later still gets the theme, enabled, as if use() had come after."""
+    run = subprocess.run([sys.executable, "-c", LAZY_THEME_PROBE], capture_output=True,
+                         text=True, cwd=ROOT, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+
+
 def test_the_site_extension_turns_vega_lite_outputs_into_inert_html(bars_figure):
     """book/_ext/vega_figures.py: the spec goes into a data block (no code from the
     notebook runs) that the page script draws; other outputs are left alone."""
