@@ -21,12 +21,16 @@
                     candidates that missed the cut, and greedy's and the exact best's nodes
                     where they are off the beam; each node shows its character and the
                     log-probability of its line so far
+     the table      the tree's numbers as text, for a keyboard and a screen reader (the tree
+                    is an image whose numbers are otherwise only in its tooltips): a row per
+                    node, in the tree's order, built while its <details> is open
 
    The context is cut to its last (context window - horizon) characters, so the search always
    has room for the whole horizon. The root's data-state holds the search as JSON.
 
    One object `ex` holds an explorer: its frame (ui), model (m), controls, the search on
-   screen (ex.s) and whether Play runs; the functions below bind its controls, run its
+   screen (ex.s), what the tree last drew (ex.drawn: the search and its marks, for the
+   table) and whether Play runs; the functions below bind its controls, run its
    search and draw it. */
 (function () {
   "use strict";
@@ -195,6 +199,8 @@
     ex.playing = false;
     ui.treeBox.textContent = "";
     ui.output.textContent = "";
+    ex.drawn = null;
+    table(ex);
     ui.root.setAttribute("data-state", JSON.stringify({ error: String(e.message || e) }));
     U.fail(ui, e);
     buttons(ex);
@@ -329,10 +335,13 @@
   /* The tree: the root, the rows' names, then one column per step. */
   function draw(ex, s) {
     var k = marks(s), x0 = G.left + G.rootW + 16, ui = ex.ui;
+    ex.drawn = { s: s, k: k };
     var height = G.top + k.used * G.rowH + 4, widthPx = x0 + Math.max(s.cols.length, s.cols.length ? 1 : 4) * G.colW + 8;
     ui.treeBox.textContent = "";
     var root = svg("svg", { width: widthPx, height: height, viewBox: "0 0 " + widthPx + " " + height, role: "img",
-                            "aria-label": "the beam search tree", class: "slm-beam-svg",
+                            "aria-label": "the beam search tree after " + s.cols.length + " step" +
+                                          (s.cols.length === 1 ? "" : "s") + "; its numbers are in the table below it",
+                            class: "slm-beam-svg",
                             style: "display:block;font-family:" + STYLE.font }, ui.treeBox);
     var g = { root: root, bands: svg("g", {}, root), edges: svg("g", {}, root), nodes: svg("g", {}, root) };
     var pos = [{ "": drawRoot(s, g) }];
@@ -345,6 +354,7 @@
       Object.keys(place).forEach(function (key) { drawNode(s, k, g, col, pos, t, place[key]); });
     });
     if (s.cols.length) ui.treeBox.scrollLeft = ui.treeBox.scrollWidth;
+    table(ex);
   }
   /* The root, the end of the context: where its edges start. */
   function drawRoot(s, g) {
@@ -443,6 +453,49 @@
           node);
     }
   }
+  /* Where a node of the tree stands, in words: its row group, and the lines it is on. */
+  function where(s, k, p) {
+    var e = p.entry, look = lookOf(k, e), key = e.key;
+    var words = e.carried ? "ended at the stop, keeps its slot"
+      : p.row < s.w ? (look.live ? "in the beam" : "in the beam, dropped later")
+      : p.row === k.greedyRow ? "greedy's, off the beam"
+      : p.row === k.exactRow ? "the exact best's, off the beam" : "missed the cut";
+    if (look.onBest) words += "; the best beam's line";
+    if (k.greedy[key] && !e.carried && p.row !== k.greedyRow) words += "; greedy's line";
+    if (k.exact[key] && !e.carried && p.row !== k.exactRow) words += "; the exact best";
+    return words;
+  }
+  /* The tree's numbers as a table, while its <details> is open: a row per node, column by
+     column, each column's nodes top to bottom, as the tree draws them. */
+  function table(ex) {
+    var ui = ex.ui, d = ex.drawn;
+    ui.tableBox.textContent = "";
+    if (!ui.steps.open) return;
+    if (!d || !d.s.cols.length) {
+      el("p", { style: "margin:.3em 0;color:" + C.faint }, ui.tableBox, "No step yet: press Play or Step.");
+      return;
+    }
+    var s = d.s, k = d.k, cell = "padding:.1em .6em;text-align:left;white-space:nowrap";
+    var t = el("table", { class: "slm-beam-table", style: "border-collapse:collapse;font-size:12px;margin:.3em 0" },
+               ui.tableBox);
+    var head = el("tr", { style: "border-bottom:1px solid " + STYLE.table_rule }, el("thead", {}, t));
+    ["step", "line so far", "\u2113", "log p(character)"].concat(s.lam ? ["score"] : []).concat(["where"])
+      .forEach(function (h) { el("th", { scope: "col", style: cell }, head, h); });
+    var body = el("tbody", {}, t);
+    k.layout.forEach(function (place, c) {
+      Object.keys(place).map(function (key) { return place[key]; })
+        .sort(function (a, b) { return a.row - b.row; })
+        .forEach(function (p) {
+          var nd = s.nodes[p.entry.key], tr = el("tr", { "data-key": p.entry.key }, body);
+          el("th", { scope: "row", style: cell + ";font-weight:normal" }, tr, String(c + 1));
+          el("td", { style: cell + ";font-family:" + STYLE.monospace }, tr, "\u201c" + inline(text(s, nd.ids)) + "\u201d");
+          el("td", { style: cell }, tr, signed(nd.ell, 3));
+          el("td", { style: cell }, tr, nd.lp !== undefined ? signed(nd.lp, 3) : "");
+          if (s.lam) el("td", { style: cell }, tr, signed(nd.ell / window.slm.beam.lengthPenalty(nd.t, s.lam), 3));
+          el("td", { style: cell }, tr, where(s, k, p));
+        });
+    });
+  }
   /* The legend: every mark of the tree, in words. */
   function legend(ui) {
     function item(draw, words) {
@@ -466,13 +519,17 @@
     }, "ended at the stop (\u25a0: it keeps its slot)");
     el("div", { style: "flex-basis:100%;color:" + C.faint }, ui.legend,
        "Under each character: \u2113, the log-probability of its line so far. The beam keeps the w best lines by " +
-       "\u2113 / ((5 + n) / 6)^\u03bb, n the line's length in characters; hover over a node for its numbers.");
+       "\u2113 / ((5 + n) / 6)^\u03bb, n the line's length in characters; hover over a node, or open the table below, for its numbers.");
   }
 
   function beamExplorer(ui, m) {
     ui.root.style.maxWidth = "720px";
-    var ex = { ui: ui, m: m, c: controls(ui), s: null, playing: false, serial: 0, inFlight: null };
+    var ex = { ui: ui, m: m, c: controls(ui), s: null, drawn: null, playing: false, serial: 0, inFlight: null };
     legend(ui);
+    ui.steps = el("details", { class: "slm-beam-steps", style: "font-size:13px;margin:.2em 0 .4em" }, ui.view);
+    el("summary", {}, ui.steps, "The tree's numbers, node by node, as a table");
+    ui.tableBox = el("div", { style: "overflow-x:auto" }, ui.steps);
+    ui.steps.addEventListener("toggle", function () { table(ex); });
     bind(ex);
     return function () { reset(ex); };
   }

@@ -7,7 +7,9 @@ Chromium, opened from ``file://`` and served on 127.0.0.1, offline and without c
   greedy line is ``slm.generate(temperature=0)``'s and its exact best ``beam.exact_search``'s;
 * the tree has one column per step; Step adds one, Play grows it to the end, Pause stops it;
 * the "try this" presets show what chapter 2 says they show;
-* every colour of the tree is in its legend; a failed action clears the tree and the text.
+* every colour of the tree is in its legend; a failed action clears the tree and the text;
+* the tree's numbers are a table too, opened from the keyboard: a row per node drawn, with the
+  numbers of its tooltip.
 
 Run after ``make book``; a missing browser or site skips (fails with REQUIRE_BROWSER=1).
 """
@@ -243,6 +245,41 @@ def test_every_colour_of_the_tree_is_in_the_legend(page):
     sizes = box.locator(".slm-beam-svg text").evaluate_all(
         "ts => ts.map(t => parseFloat(getComputedStyle(t).fontSize))")
     assert sizes and min(sizes) >= 11
+
+
+def test_the_trees_numbers_are_a_table_that_a_keyboard_opens(page):
+    """The tree is an image whose numbers are otherwise only in tooltips (a mouse's): the
+    table under the legend opens from the keyboard and holds a row per node the tree draws,
+    in its order, with the numbers of that node's tooltip and where the node stands."""
+    box = explorer(page)
+    preset(page, box, "a length penalty at work")  # lines that end, a score column
+    steps = box.locator(".slm-beam-steps")
+    assert steps.get_attribute("open") is None and box.locator(".slm-beam-table").count() == 0
+    steps.locator("summary").focus()
+    page.keyboard.press("Enter")
+    box.locator(".slm-beam-table").wait_for(timeout=5000)
+    assert steps.get_attribute("open") is not None
+    tips = box.locator(".slm-beam-svg .slm-beam-node").evaluate_all(
+        "ns => ns.map(n => [n.getAttribute('data-key'), n.querySelector('title').textContent])")
+    rows = box.locator(".slm-beam-table tbody tr").evaluate_all(
+        "rs => rs.map(r => [r.getAttribute('data-key'), [...r.cells].map(c => c.textContent)])")
+    header = box.locator(".slm-beam-table thead th").all_inner_texts()
+    assert header == ["step", "line so far", "\u2113", "log p(character)", "score", "where"]
+    assert sorted(key for key, _ in rows) == sorted(key for key, _ in tips) and rows
+    tip = dict(tips)
+    for key, (step, line, ell, lp, score, _) in rows:
+        assert tip[key].startswith(line + ": \u2113 = " + ell), (tip[key], line, ell)
+        assert ("log p(" not in tip[key] and lp == "") or f") = {lp}" in tip[key], (tip[key], lp)
+        assert f"score = {score}" in tip[key], (tip[key], score)
+        assert len(line) - 2 <= int(step), (step, line)  # t characters, fewer if it ended
+    kinds = " | ".join(cells[5] for _, cells in rows)
+    for words in ("in the beam", "missed the cut", "ended at the stop", "the best beam's line"):
+        assert words in kinds, (words, kinds)
+    box.locator(".slm-context").fill("ROMEO:\nD\u00e9j\u00e0 vu")   # a failed action empties it
+    page.wait_for_function("el => JSON.parse(el.getAttribute('data-state')).error",
+                           arg=box.element_handle(), timeout=10000)
+    assert box.locator(".slm-beam-table").count() == 0
+    steps.evaluate("d => { d.open = false; }")  # closed again for the tests after this one
 
 
 def test_a_failed_action_clears_the_tree_and_the_text(page):

@@ -107,12 +107,16 @@ def test_page_fits_a_phone(browser, site_url, path):  # noqa: F811
 def woken_explorers(page, kinds=SAMPLED) -> None:
     """The live explorers as a reader leaves them: the model loaded by a press on the first
     explorer (as a reader's click), then Sample pressed in each of ``kinds``, one after
-    another, each run to its end (every Sample button enabled again)."""
+    another, each run to its end (every Sample button enabled again), and the beam tree's
+    table opened."""
     page.locator(".slm-live .slm-title").first.click()
     page.wait_for_function(READY, timeout=60000)
     for kind in kinds:
         page.locator(f".slm-live[data-kind='{kind}'] .slm-sample").click()
         page.wait_for_function(READY, timeout=60000)
+    # and what a reader opens besides: the beam tree's numbers as a table
+    page.locator(".slm-beam-steps summary").evaluate_all("ss => ss.forEach(s => s.click())")
+    page.locator(".slm-beam-table").first.wait_for(timeout=30000)
 
 
 def test_live_explorers_fit_a_phone(browser, site_url):  # noqa: F811
