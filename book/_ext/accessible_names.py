@@ -9,7 +9,9 @@ that a keyboard can reach.
 * The sidebar's chevrons that open a chapter's pages (pydata-sphinx-theme's ``<summary>`` with
   only an icon in it) have no name at all; here each is named "Pages under <chapter>".
 * ``slm_scrollers.js`` (every page) makes a box that scrolls sideways (a long formula or a
-  wide table on a phone) a Tab stop, as the theme does for code blocks.
+  wide table on a phone) a Tab stop, as the theme does for code blocks; and it keeps each
+  figure image at 10/12 of its own width or more, in a box that scrolls, so that its 12 px
+  labels read at 10 px or more on a phone.
 
 The theme's Search and colour-mode buttons get their names from the templates in
 ``book/_templates`` (``templates_path`` in ``_config.yml``), which replace the theme's.

@@ -31,10 +31,14 @@ READY = ("Array.from(document.querySelectorAll('.slm-live .slm-sample'))"
 # listed defect that is gone fails the test too: take it off the list.
 KNOWN: dict[tuple[str, str], str] = {}
 
-# What a phone shows of the page: how wide the document is, and the SVG text (outside the
+# The smallest text of a figure image (a matplotlib figure, a diagram) at its own size, in px
+# (shakespeare_lm.site.style.FONT_SIZES; the diagrams' smallest is 12.2)
+IMAGE_TEXT_PX = 12
+# What a phone shows of the page: how wide the document is, the SVG text (outside the
 # kernel-free figures, which drawn_chart measures) smaller than min_px on the screen, where
-# the SVG's own scale (a viewBox drawn narrower than its size) counts.
-LAYOUT = """min_px => {
+# the SVG's own scale (a viewBox drawn narrower than its size) counts, and the figure images
+# shown so small that their smallest text is under min_px.
+LAYOUT = """([min_px, image_px]) => {
   const shown = t => t.textContent.trim() && t.getClientRects().length &&
                      getComputedStyle(t).visibility !== 'hidden';
   const small = [];
@@ -48,6 +52,12 @@ LAYOUT = """min_px => {
                  (host ? host.className : 'the page'));
     }
   }
+  const images = [];
+  for (const img of document.querySelectorAll('#main-content figure img')) {
+    const px = image_px * img.getBoundingClientRect().width / img.naturalWidth;
+    if (img.naturalWidth && px < min_px - 0.05)
+      images.push(`${px.toFixed(1)} px in ${img.src.split('/').pop().slice(0, 24)}`);
+  }
   const root = document.documentElement, viewport = root.clientWidth;
   const scrolls = e => { for (let p = e.parentElement; p; p = p.parentElement)
     if (getComputedStyle(p).overflowX !== 'visible') return p !== root && p !== document.body;
@@ -58,7 +68,7 @@ LAYOUT = """min_px => {
     .slice(0, 3).map(e => e.tagName.toLowerCase() + '.' + String(e.className.baseVal ??
                                                                   e.className).slice(0, 40));
   return {width: root.scrollWidth, viewport: viewport, small_text: small.slice(0, 5),
-          n_small: small.length, culprits: wide};
+          n_small: small.length, culprits: wide, small_images: images};
 }"""
 
 
@@ -68,11 +78,12 @@ def phone_layout(page) -> dict:
     typeset_math(page)
     for fig in page.locator(FIGURE).all():
         drawn_chart(page, fig)
-    return page.evaluate(LAYOUT, MIN_TEXT_PX)
+    return page.evaluate(LAYOUT, [MIN_TEXT_PX, IMAGE_TEXT_PX])
 
 
 def defects(layout: dict) -> dict[str, str]:
-    """What is wrong with a page's phone layout, by kind: ``width``, ``small_text``."""
+    """What is wrong with a page's phone layout, by kind: ``width``, ``small_text``,
+    ``small_images``."""
     found = {}
     if layout["width"] > layout["viewport"]:
         found["width"] = (f"the page is {layout['width']} px wide on a {layout['viewport']} px "
@@ -80,6 +91,10 @@ def defects(layout: dict) -> dict[str, str]:
     if layout["n_small"]:
         found["small_text"] = (f"{layout['n_small']} SVG texts under {MIN_TEXT_PX} px: "
                                f"{layout['small_text']}")
+    if layout["small_images"]:
+        found["small_images"] = (f"{len(layout['small_images'])} figure images whose "
+                                 f"{IMAGE_TEXT_PX} px text shows under {MIN_TEXT_PX} px: "
+                                 f"{layout['small_images'][:5]}")
     return found
 
 
@@ -133,7 +148,7 @@ def test_live_explorers_fit_a_phone(browser, site_url):  # noqa: F811
         assert box["x"] + box["width"] <= room["x"] + room["width"] + 1, \
             f"the truncation chart ends at {box['x'] + box['width']:.0f} px, its column at " \
             f"{room['x'] + room['width']:.0f} px"
-        judge(EXPLORERS, defects(page.evaluate(LAYOUT, MIN_TEXT_PX)))
+        judge(EXPLORERS, defects(page.evaluate(LAYOUT, [MIN_TEXT_PX, IMAGE_TEXT_PX])))
         assert visit.errors == [], f"console errors: {visit.errors}"
     finally:
         visit.close()
