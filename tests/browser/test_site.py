@@ -16,6 +16,7 @@ import functools
 import http.server
 import json
 import os
+import re
 import shutil
 import threading
 from pathlib import Path
@@ -324,5 +325,41 @@ def test_a_request_cut_short_by_a_reload_is_not_a_failed_request(browser):
         visit.page.wait_for_timeout(300)
         assert [f.rsplit(" ", 1)[-1] for f in visit.failed] == \
             ["(net::ERR_FILE_NOT_FOUND)", "(net::ERR_ABORTED)"], visit.failed
+    finally:
+        visit.close()
+
+
+SEARCH_SCRIPT = re.compile(r'<script\b([^>]*)\bsrc="[^"]*(?:searchtools|language_data|searchindex)'
+                           r'\.js[^"]*"')
+
+
+@pytest.mark.parametrize("path", toc_pages())
+def test_the_search_scripts_do_not_hold_up_the_first_paint(path):
+    """The theme loads Sphinx's search scripts and the search index in every page's <head>;
+    book/_templates/layout.html defers them, so the page paints before they run."""
+    page_html = (SITE / path).read_text("utf-8")
+    found = SEARCH_SCRIPT.findall(page_html)
+    assert len(found) == 3 and all("defer" in attrs for attrs in found), (path, found)
+
+
+def test_the_search_field_finds_a_chapter(browser, site_url):
+    """From a chapter page, as a reader searches: the search field (Ctrl+K), a query, Enter;
+    the results list the chapter whose title matches."""
+    visit = PageVisit(browser, f"{site_url}/notebooks/05_constrained_decoding.html",
+                      {"width": 1280, "height": 800})
+    page = visit.page
+    try:
+        page.wait_for_load_state("load")
+        page.keyboard.press("Control+k")
+        field = page.locator("input.form-control[name='q']:visible").first
+        field.wait_for(timeout=10000)
+        field.fill("beam search")
+        field.press("Enter")
+        page.wait_for_url("**/search.html?q=*", timeout=15000)
+        results = page.locator("#search-results ul.search li a")
+        results.first.wait_for(timeout=30000)
+        titles = results.all_inner_texts()
+        assert any("Greedy and beam search" in t for t in titles), titles
+        assert visit.errors == [] and visit.failed == [], (visit.errors, visit.failed)
     finally:
         visit.close()
