@@ -51,3 +51,16 @@ def test_text_comes_gzip_compressed_and_binary_files_as_they_are(audit, tmp_path
             assert fetch(f"{base}/{name}", gzip_ok=False) == (data, None), name
         with pytest.raises(urllib.error.HTTPError, match="404"):
             fetch(f"{base}/no-such-page.html", gzip_ok=True)
+
+
+def test_the_audit_times_the_live_model_from_the_first_click(audit):
+    """The ready time make audit prints: the built live page served as a host serves it, a
+    click on its first explorer, the page's own clock from that ask to the model ready."""
+    from tests.browser.test_site import CHROMIUM, SITE, missing
+
+    if not (Path(CHROMIUM).exists() and (SITE / audit.LIVE_PAGE).exists()):
+        missing(f"needs Debian's chromium and a built site ({SITE / audit.LIVE_PAGE})")
+    seconds = audit.ready_times(SITE, repeats=1)
+    assert len(seconds) == 1 and 0 < seconds[0] < 60, seconds
+    line = audit.ready_line([1.234, 0.5, 2.0])
+    assert "ready 1.23 s after the first click, median of 3 (range 0.50-2.00 s)" in line, line

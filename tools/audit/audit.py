@@ -9,6 +9,9 @@ default: a 412 px screen, slow 4G and a CPU 4 times slower, all simulated) and a
 OUT/<form factor>/<page>.json; the table goes to OUT/scores.md and is printed: per page and
 form factor, the four category scores (performance, accessibility, best practices, SEO), the
 metric that costs the performance score the most points and the kB the page transferred.
+Then the live model's ready time: book/live.html served the same way, each time in a fresh
+browser (an empty cache), its first explorer clicked; the page's own clock from that first ask
+to the model's session ready (what the explorer prints as "ready in ... s").
 
 Lighthouse simulates the slow network and CPU from what it observes, so a busy machine scores
 lower: run it on a quiet one. Nothing leaves the machine: Chromium resolves no host name, and
@@ -29,8 +32,9 @@ import http.server
 import json
 import mimetypes
 import os
-import threading
+import statistics
 import subprocess
+import threading
 import sys
 import time
 from dataclasses import dataclass
@@ -39,7 +43,7 @@ from urllib.parse import urlparse
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # run as a script: the pages and the server come from the tests
-from tests.browser.test_site import CHROMIUM, serve, toc_pages  # noqa: E402
+from tests.browser.test_site import CHROMIUM, CHROMIUM_ARGS, serve, toc_pages  # noqa: E402
 
 LIGHTHOUSE = ROOT / "tools" / "audit" / "node_modules" / ".bin" / "lighthouse"
 CATEGORIES = {"performance": "perf", "accessibility": "a11y", "best-practices": "bp",
@@ -275,6 +279,44 @@ def audit(site: Path, pages: list[str], out: Path) -> Rows:
     return rows
 
 
+LIVE_PAGE = "book/live.html"
+READY_REPEATS = 5
+
+
+def ready_times(site: Path, repeats: int = READY_REPEATS) -> list[float]:
+    """Seconds from the reader's first ask (a click on the live page's first explorer) to the
+    model ready, by the page's own clock (slm_runtime.js's timings), ``repeats`` times, each in
+    a fresh browser context (an empty cache) at 1280 x 720, served by HostHandler."""
+    from playwright.sync_api import sync_playwright
+
+    seconds = []
+    with serve_like_a_host(site) as base, sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            for _ in range(repeats):
+                context = browser.new_context(viewport={"width": 1280, "height": 720})
+                page = context.new_page()
+                page.goto(f"{base}/{LIVE_PAGE}", wait_until="networkidle")
+                box = page.locator(".slm-live").first
+                box.locator(".slm-sample").click(force=True)  # disabled until ready: still asks
+                page.wait_for_function("el => el.hasAttribute('data-ready')",
+                                       arg=box.element_handle(), timeout=120_000)
+                t = page.evaluate("slm.timings")
+                seconds.append((t["shakespeare session"] - t["asked"]) / 1000)
+                context.close()
+        finally:
+            browser.close()
+    return seconds
+
+
+def ready_line(seconds: list[float]) -> str:
+    """The ready times in a line: their median and range."""
+    ordered = sorted(seconds)
+    return (f"The live model ({LIVE_PAGE}, served compressed, an empty cache each time): ready "
+            f"{statistics.median(ordered):.2f} s after the first click, median of "
+            f"{len(ordered)} (range {ordered[0]:.2f}-{ordered[-1]:.2f} s).")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python tools/audit/audit.py", description=__doc__,
@@ -297,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
               for page in pages}
     args.out.mkdir(parents=True, exist_ok=True)
     text = "\n".join([table(rows, before), *notes(rows, args.before)])
+    if LIVE_PAGE in pages:
+        text += "\n" + ready_line(ready_times(args.site))
     (args.out / "scores.md").write_text(text + "\n")
     print(text)
     print(f"Lighthouse over {len(pages)} page(s) in {time.monotonic() - start:.0f} s; the "
