@@ -495,10 +495,17 @@ def test_opening_a_chapter_changes_nothing_jupyterlab_writes(lab):
             lab.wait_idle(panel)
         lab.page.wait_for_timeout(1500)  # the renderers' and the kernel's updates land
         lab.tab(path.name).click()
-        lab.page.keyboard.press("Control+s")
-        # a chapter JupyterLab changed is dirty, and saved once its tab is no longer marked
+        # the save's own request, answered: a tab closed while its save is still on its way
+        # disposes the document under it ("File Save Error ... Disposed", a dialog that then
+        # blocks every click), and a chapter that JupyterLab left unchanged is never marked
+        # dirty, so the mark alone cannot say when the save is done
+        with lab.page.expect_response(
+                lambda r, name=path.name: r.request.method == "PUT"
+                and r.url.split("?")[0].endswith(f"/api/contents/{name}"), timeout=30_000):
+            lab.page.keyboard.press("Control+s")
         lab.page.wait_for_function("t => !t.classList.contains('jp-mod-dirty')",
                                    arg=lab.tab(path.name).element_handle(), timeout=15_000)
+        lab.page.wait_for_timeout(300)  # the answer reaches the document before its tab closes
         after = _saved(path)
         changed = [d for d in _differences(before, after) if not VEGA_PNG.search(d)
                    and not (d == "/metadata/language_info/version" and
