@@ -155,7 +155,7 @@ def visit_laptop(browser, url: str, path: str) -> LaptopRecord:
 def visit_phone(browser, url: str, path: str, axe_source: str | None) -> PhoneRecord:
     from .test_accessibility import LAPTOP as AXE_LAPTOP
     from .test_accessibility import LAPTOP_PARTS, settle_scrollers, violations
-    from .test_phone import IMAGE_TEXT_PX, LAYOUT, MIN_TEXT_PX, PHONE, defects
+    from .test_phone import PHONE, defects, measure
 
     record = PhoneRecord(path, axe_checked=axe_source is not None)
     visit = PageVisit(browser, url, PHONE)
@@ -163,7 +163,7 @@ def visit_phone(browser, url: str, path: str, axe_source: str | None) -> PhoneRe
     try:
         check(record.errors, typeset_math, page)
         draw_figures(page, record.figures)
-        record.layout = defects(page.evaluate(LAYOUT, [MIN_TEXT_PX, IMAGE_TEXT_PX]))
+        record.layout = defects(measure(page))
         if axe_source is not None:
             check(record.errors, settle_scrollers, page)
             record.axe = {v["id"]: (PHONE["width"], v) for v in violations(page, axe_source)}

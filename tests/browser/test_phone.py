@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import pytest
 
+from shakespeare_lm.site import style
+
 from .test_site import (FIGURE, PageVisit, browser, drawn_chart, site_url,  # noqa: F401
                         toc_pages, typeset_math)
 
@@ -32,8 +34,8 @@ READY = ("Array.from(document.querySelectorAll('.slm-live .slm-sample'))"
 KNOWN: dict[tuple[str, str], str] = {}
 
 # The smallest text of a figure image (a matplotlib figure, a diagram) at its own size, in px
-# (shakespeare_lm.site.style.FONT_SIZES; the diagrams' smallest is 12.2)
-IMAGE_TEXT_PX = 12
+# (the style's smallest font size; the diagrams' smallest is 12.2)
+IMAGE_TEXT_PX = min(style.FONT_SIZES.values())
 # What a phone shows of the page: how wide the document is, the SVG text (outside the
 # kernel-free figures, which drawn_chart measures) smaller than min_px on the screen, where
 # the SVG's own scale (a viewBox drawn narrower than its size) counts, and the figure images
@@ -72,13 +74,18 @@ LAYOUT = """([min_px, image_px]) => {
 }"""
 
 
+def measure(page) -> dict:
+    """LAYOUT on ``page`` as it is now, at this module's text sizes."""
+    return page.evaluate(LAYOUT, [MIN_TEXT_PX, IMAGE_TEXT_PX])
+
+
 def phone_layout(page) -> dict:
     """The page as a phone shows it (LAYOUT), once its formulas are typeset and its
     kernel-free figures drawn, each checked with ``drawn_chart`` (which asserts)."""
     typeset_math(page)
     for fig in page.locator(FIGURE).all():
         drawn_chart(page, fig)
-    return page.evaluate(LAYOUT, [MIN_TEXT_PX, IMAGE_TEXT_PX])
+    return measure(page)
 
 
 def defects(layout: dict) -> dict[str, str]:
@@ -148,7 +155,7 @@ def test_live_explorers_fit_a_phone(browser, site_url):  # noqa: F811
         assert box["x"] + box["width"] <= room["x"] + room["width"] + 1, \
             f"the truncation chart ends at {box['x'] + box['width']:.0f} px, its column at " \
             f"{room['x'] + room['width']:.0f} px"
-        judge(EXPLORERS, defects(page.evaluate(LAYOUT, [MIN_TEXT_PX, IMAGE_TEXT_PX])))
+        judge(EXPLORERS, defects(measure(page)))
         assert visit.errors == [], f"console errors: {visit.errors}"
     finally:
         visit.close()
